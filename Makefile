@@ -1,0 +1,57 @@
+# sandboxd build entry points. `make up` runs the product locally; `make test` passes every test.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+JDK ?= $(firstword $(wildcard /usr/lib/jvm/temurin-2[1-9]-jdk-amd64 /usr/lib/jvm/temurin-*-jdk-amd64))
+export JAVA_HOME := $(if $(JDK),$(JDK),$(JAVA_HOME))
+export PATH := $(JAVA_HOME)/bin:$(PATH)
+export SANDBOXD_CACHE ?= /var/cache/sandboxd
+CLUSTER := tests-e2e/cluster
+KUBECONFIG_LOCAL := /var/lib/sandboxd-cluster/admin.kubeconfig
+MVN := mvn -B -q -Dstyle.color=never
+
+.PHONY: help build unit-test packages cluster-bins images cluster-up cluster-down cluster-status up down e2e test bench
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+build: ## compile the service (jar + libs) without running tests
+	$(MVN) -pl service -am -DskipTests package
+
+unit-test: ## unit tests: service, policies + chart, toolrunner
+	$(MVN) -pl service,policies -am install
+	cd toolrunner && python3 -m pytest -q
+
+packages: ## install the Debian packages the cluster needs (idempotent)
+	bash $(CLUSTER)/install-packages.sh
+
+cluster-bins: packages ## build Kubernetes, kube-router, CoreDNS and helm from the Go module proxy (cached)
+	bash $(CLUSTER)/build-k8s.sh
+
+images: cluster-bins build ## build every image without Docker (umoci/skopeo), into $(SANDBOXD_CACHE)/images
+	bash tests-e2e/images/build-images.sh
+
+cluster-up: images ## bring the local single-node cluster up (returns when node Ready and DNS answers)
+	bash $(CLUSTER)/cluster-up.sh
+
+cluster-down: ## stop exactly what cluster-up started and clean up
+	bash $(CLUSTER)/cluster-down.sh
+
+cluster-status: ## show the cluster's processes and node
+	bash $(CLUSTER)/cluster-status.sh
+
+up: cluster-up ## run it: cluster, images, chart installed, one sample call printed
+	bash tests-e2e/scripts/install-and-call.sh
+
+down: cluster-down ## stop everything `make up` started
+
+e2e: ## the end-to-end suite against $$KUBECONFIG (or the local cluster)
+	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(MVN) -pl tests-e2e -am -Pe2e -DskipUnitTests=true verify
+
+test: unit-test ## every test: unit tests, then the cluster up, the e2e suite, the cluster down
+	$(MAKE) cluster-up
+	status=0; $(MAKE) e2e || status=$$?; $(MAKE) cluster-down; exit $$status
+
+bench: ## warm-pool benchmark against the local cluster: p50/p99 at concurrency 1 and 4 vs a cold pod-per-call baseline
+	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(MVN) -pl tests-e2e -am -Pbench -DskipUnitTests=true verify

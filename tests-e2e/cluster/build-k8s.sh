@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes components, kube-router, CoreDNS and helm from the Go module proxy into
+# a cache keyed by version ($SANDBOXD_CACHE/bin/<component>-<version>/). A second run rebuilds nothing.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/versions.env"
+cache=${SANDBOXD_CACHE:-/var/cache/sandboxd}
+export CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"
+
+k8s_bin=$cache/bin/kubernetes-$K8S_VERSION
+if [ ! -x "$k8s_bin/kubelet" ]; then
+  work=$cache/src/kubernetes-$K8S_VERSION
+  mkdir -p "$work" "$k8s_bin.tmp"
+  minor=${K8S_VERSION#v1.}; staging=v0.$minor
+  cd "$work"
+  # k8s.io/kubernetes uses replace directives for its staging modules, so it cannot be
+  # `go install`ed; a wrapper module requires it and pins every staging module instead.
+  cat > go.mod <<MOD
+module sandboxd.local/k8sbuild
+
+go 1.23
+
+require k8s.io/kubernetes $K8S_VERSION
+MOD
+  # Pin every staging module that k8s.io/kubernetes itself replaces (read from its own go.mod).
+  (cd / && go mod download "k8s.io/kubernetes@$K8S_VERSION")
+  kmod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$K8S_VERSION.mod
+  for m in $(sed -n 's#^\s*k8s.io/\([a-z0-9-]*\) => ./staging/.*#\1#p' "$kmod"); do
+    v=$staging
+    # The proxy may lack one patch release of a staging module; then take that minor's newest.
+    if ! (cd / && go mod download "k8s.io/$m@$v") >/dev/null 2>&1; then
+      v=$( (cd / && go list -m -versions "k8s.io/$m" 2>/dev/null) | tr ' ' '\n' | grep "^v0\.${minor%%.*}\." | sort -V | tail -1 || true)
+      [ -n "$v" ] || { echo "k8s.io/$m is not served at all; not needed for the binaries we build"; continue; }
+      echo "k8s.io/$m $staging is not served; using $v"
+    fi
+    echo "replace k8s.io/$m => k8s.io/$m $v" >> go.mod
+  done
+  cat > tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+  go mod tidy -e >/dev/null 2>&1 || true
+  go mod download k8s.io/kubernetes
+  for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
+    echo "building $c $K8S_VERSION"
+    go build -tags tools -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION" \
+      -o "$k8s_bin.tmp/$c" "k8s.io/kubernetes/cmd/$c"
+  done
+  rm -rf "$k8s_bin"; mv "$k8s_bin.tmp" "$k8s_bin"
+fi
+
+build_go_tool() { # name version module-path package
+  local name=$1 version=$2 module=$3 pkg=$4 out=$cache/bin/$1-$2
+  [ -x "$out/$name" ] && return 0
+  mkdir -p "$out.tmp"
+  echo "building $name $version"
+  GOBIN="$out.tmp" go install -ldflags "-s -w" "$pkg@$version"
+  mv "$out.tmp/$(basename "$pkg")" "$out.tmp/$name" 2>/dev/null || true
+  rm -rf "$out"; mv "$out.tmp" "$out"
+}
+build_go_tool kube-router "$KUBE_ROUTER_VERSION" github.com/cloudnativelabs/kube-router/v2 github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+build_go_tool coredns "$COREDNS_VERSION" github.com/coredns/coredns github.com/coredns/coredns
+build_go_tool helm "$HELM_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm
+
+mkdir -p "$cache/bin/current"
+for d in "$k8s_bin" "$cache/bin/kube-router-$KUBE_ROUTER_VERSION" "$cache/bin/coredns-$COREDNS_VERSION" "$cache/bin/helm-$HELM_VERSION"; do
+  for f in "$d"/*; do ln -sf "$f" "$cache/bin/current/$(basename "$f")"; done
+done
+echo "binaries in $cache/bin/current"

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Stops exactly what cluster-up.sh started (by recorded PID), then removes the pods' mounts,
+# network interfaces, iptables chains and state, so up -> down -> up works.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/cluster.env"
+run=$CLUSTER_STATE/run
+
+stop() { # NAME: SIGTERM the recorded process group, then SIGKILL after a grace period
+  local pidfile=$run/$1.pid pid
+  [ -f "$pidfile" ] || return 0
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
+  fi
+  rm -f "$pidfile"
+}
+
+# Pods first (kubelet, then the containers' shims), then the control plane.
+for c in kube-router kube-proxy kubelet; do stop "$c"; done
+if [ -S "$CLUSTER_STATE/containerd/containerd.sock" ]; then
+  for t in $(ctr --address "$CLUSTER_STATE/containerd/containerd.sock" -n k8s.io tasks ls -q 2>/dev/null); do
+    ctr --address "$CLUSTER_STATE/containerd/containerd.sock" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1
+  done
+fi
+# containerd-shim processes of this containerd outlive it by design; end them by their socket path.
+pkill -KILL -f "containerd-shim-runc-v2 .*-address $CLUSTER_STATE/containerd/containerd.sock" 2>/dev/null
+for c in containerd kube-scheduler kube-controller-manager kube-apiserver etcd targets; do stop "$c"; done
+
+# Mounts left by pods (volumes, overlay rootfs, netns) under the kubelet and containerd dirs.
+grep -E " ($KUBELET_ROOT|$CLUSTER_STATE|/run/netns/cni-)" /proc/mounts | awk '{print $2}' | sort -r | while read -r m; do
+  umount -l "$m" 2>/dev/null
+done
+for ns in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns delete "$ns" 2>/dev/null; done
+ip netns delete "$TARGET_NETNS" 2>/dev/null
+ip link delete sbx-tgt-host 2>/dev/null
+ip link delete cni0 2>/dev/null
+for v in $(ip -o link show type veth 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep '^veth'); do ip link delete "$v" 2>/dev/null; done
+
+# iptables: kube-proxy's and kube-router's chains and ipsets, then the guard.
+iptables-save 2>/dev/null | grep -qE 'KUBE-|KUBE_ROUTER' && {
+  for t in filter nat mangle; do
+    for ch in $(iptables -t "$t" -S 2>/dev/null | awk '/^-N (KUBE|KUBE-ROUTER)/{print $2}'); do iptables -t "$t" -F "$ch" 2>/dev/null; done
+    iptables -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j KUBE' | sed 's/^-A/-D/' | while read -r r; do eval iptables -t "$t" "$r" 2>/dev/null; done
+    for ch in $(iptables -t "$t" -S 2>/dev/null | awk '/^-N (KUBE|KUBE-ROUTER)/{print $2}'); do iptables -t "$t" -X "$ch" 2>/dev/null; done
+  done
+}
+for s in $(ipset list -n 2>/dev/null | grep -E '^(KUBE|kube-router)'); do ipset destroy "$s" 2>/dev/null; done
+for ipt in iptables ip6tables; do
+  $ipt -D FORWARD -j SBX-GUARD 2>/dev/null; $ipt -F SBX-GUARD 2>/dev/null; $ipt -X SBX-GUARD 2>/dev/null
+  $ipt -t mangle -D POSTROUTING -j SBX-UPLINK-COUNT 2>/dev/null; $ipt -t mangle -F SBX-UPLINK-COUNT 2>/dev/null; $ipt -t mangle -X SBX-UPLINK-COUNT 2>/dev/null
+done
+
+rm -rf "$CLUSTER_STATE" "$KUBELET_ROOT"
+echo "[cluster] down"

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Brings up a real single-node Kubernetes cluster on this machine, offline: etcd, kube-apiserver,
+# controller-manager, scheduler, containerd, kubelet, kube-proxy, kube-router (NetworkPolicy) and
+# CoreDNS. Returns when the node is Ready and cluster DNS answers. Every process it starts is
+# recorded by PID in $CLUSTER_STATE/run so cluster-down.sh stops exactly those.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/versions.env"
+. "$here/cluster.env"
+export PATH=$CLUSTER_BIN:$PATH
+NODE_NAME=sandboxd-node
+UPLINK=$(ip -4 route show default | awk '{print $5; exit}')
+NODE_IP=$(ip -4 -o addr show dev "$UPLINK" | awk '{print $4}' | cut -d/ -f1 | head -1)
+pki=$CLUSTER_STATE/pki run=$CLUSTER_STATE/run logs=$CLUSTER_STATE/logs
+t0=$(date +%s.%N)
+since() { awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $1}"; }
+log() { echo "[cluster +$(since "$t0")s] $*"; }
+
+if [ -f "$run/cluster.up" ]; then
+  if "$CLUSTER_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" get --raw /readyz >/dev/null 2>&1; then
+    log "cluster already up (KUBECONFIG=$KUBECONFIG_ADMIN)"; exit 0
+  fi
+  log "stale state found; cleaning it first"; "$here/cluster-down.sh"
+fi
+mkdir -p "$pki" "$run" "$logs" "$CLUSTER_STATE/cni/net.d" "$KUBELET_ROOT/seccomp"
+
+# start NAME CMD...: run a daemon in the background, log to $logs/NAME.log, record its PID.
+start() {
+  local name=$1; shift
+  setsid "$@" >"$logs/$name.log" 2>&1 < /dev/null &
+  echo $! > "$run/$name.pid"
+}
+# wait_for DESCRIPTION SECONDS CMD...: block until CMD succeeds.
+wait_for() {
+  local what=$1 secs=$2; shift 2
+  local deadline=$(( $(date +%s) + secs ))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then echo "timed out waiting for $what" >&2; return 1; fi
+    sleep 0.2
+  done
+}
+
+# --- 1. guard: no pod traffic may leave this machine (installed before any pod exists) -------------
+sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1 2>/dev/null || \
+  { modprobe br_netfilter 2>/dev/null || true; sysctl -qw net.ipv4.ip_forward=1; }
+for ipt in iptables ip6tables; do
+  $ipt -N SBX-GUARD 2>/dev/null || $ipt -F SBX-GUARD
+  $ipt -C FORWARD -j SBX-GUARD 2>/dev/null || $ipt -I FORWARD 1 -j SBX-GUARD
+  $ipt -t mangle -N SBX-UPLINK-COUNT 2>/dev/null || $ipt -t mangle -F SBX-UPLINK-COUNT
+  $ipt -t mangle -C POSTROUTING -j SBX-UPLINK-COUNT 2>/dev/null || $ipt -t mangle -I POSTROUTING 1 -j SBX-UPLINK-COUNT
+done
+iptables -A SBX-GUARD -s "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd guard: pod traffic never leaves" -j DROP
+iptables -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sandboxd guard: bridge traffic never leaves" -j DROP
+ip6tables -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sandboxd guard: bridge traffic never leaves" -j DROP
+# Counts pod-sourced packets that really leave through the uplink; the e2e suite asserts it stays 0.
+iptables -t mangle -A SBX-UPLINK-COUNT -s "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd: pod packets out of uplink" -j RETURN
+log "guard installed on uplink $UPLINK ($NODE_IP)"
+
+# --- 2. simulated targets: public, metadata and private addresses, each with a listener ------------
+ip netns add "$TARGET_NETNS" 2>/dev/null || true
+if ! ip link show sbx-tgt-host >/dev/null 2>&1; then
+  ip link add sbx-tgt-host type veth peer name sbx-tgt-ns
+  ip link set sbx-tgt-ns netns "$TARGET_NETNS"
+fi
+ip addr replace "$TARGET_LINK_HOST/30" dev sbx-tgt-host; ip link set sbx-tgt-host up
+ip netns exec "$TARGET_NETNS" sh -ec "
+  ip link set lo up; ip addr replace $TARGET_LINK_NS/30 dev sbx-tgt-ns; ip link set sbx-tgt-ns up
+  for a in $TARGET_PUBLIC $TARGET_METADATA $TARGET_PRIVATE_10 $TARGET_PRIVATE_172 $TARGET_PRIVATE_192; do
+    ip addr replace \$a/32 dev lo
+  done
+  ip route replace default via $TARGET_LINK_HOST"
+for a in $TARGET_PUBLIC $TARGET_METADATA $TARGET_PRIVATE_10 $TARGET_PRIVATE_172 $TARGET_PRIVATE_192; do
+  ip route replace "$a/32" via "$TARGET_LINK_NS" dev sbx-tgt-host
+done
+start targets ip netns exec "$TARGET_NETNS" python3 "$here/target_listener.py" 80
+wait_for "target listener" 10 ip netns exec "$TARGET_NETNS" python3 -c "import socket; socket.create_connection(('$TARGET_PUBLIC', 80), 1)"
+log "simulated targets up in netns $TARGET_NETNS"
+
+# --- 3. PKI and kubeconfigs ------------------------------------------------------------------------
+if [ ! -f "$pki/ca.crt" ]; then
+  "$here/make-pki.sh" "$pki" "$NODE_NAME" "$NODE_IP" "$KUBERNETES_SVC_IP"
+fi
+kubeconfig() { # NAME CERT-BASENAME
+  cat > "$CLUSTER_STATE/$1.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: sandboxd-local, cluster: {server: "https://$NODE_IP:6443", certificate-authority: "$pki/ca.crt"}}]
+users: [{name: $1, user: {client-certificate: "$pki/$2.crt", client-key: "$pki/$2.key"}}]
+contexts: [{name: sandboxd-local, context: {cluster: sandboxd-local, user: $1}}]
+current-context: sandboxd-local
+EOF
+}
+for c in admin controller-manager scheduler kubelet kube-proxy; do kubeconfig "$c" "$c"; done
+
+# --- 4. etcd and the control plane -------------------------------------------------------------------
+start etcd etcd --name sandboxd --data-dir "$CLUSTER_STATE/etcd" \
+  --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+  --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+  --initial-cluster sandboxd=http://127.0.0.1:2380 --quota-backend-bytes 2147483648
+wait_for etcd 30 curl -sf http://127.0.0.1:2379/health
+log "etcd ready"
+
+start kube-apiserver kube-apiserver \
+  --etcd-servers=http://127.0.0.1:2379 --advertise-address="$NODE_IP" --bind-address=0.0.0.0 --secure-port=6443 \
+  --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
+  --enable-admission-plugins=NodeRestriction,PodSecurity,ValidatingAdmissionPolicy \
+  --client-ca-file="$pki/ca.crt" --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+  --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
+  --kubelet-preferred-address-types=InternalIP \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+  --profiling=false --v=1
+wait_for kube-apiserver 60 curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "https://$NODE_IP:6443/readyz"
+log "kube-apiserver ready"
+t_api=$(date +%s.%N)
+
+start kube-controller-manager kube-controller-manager --kubeconfig="$CLUSTER_STATE/controller-manager.kubeconfig" \
+  --authentication-kubeconfig="$CLUSTER_STATE/controller-manager.kubeconfig" --authorization-kubeconfig="$CLUSTER_STATE/controller-manager.kubeconfig" \
+  --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" --use-service-account-credentials=true \
+  --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+  --allocate-node-cidrs=true --cluster-cidr="$POD_CIDR" --node-cidr-mask-size=24 --service-cluster-ip-range="$SERVICE_CIDR" \
+  --leader-elect=false --bind-address=127.0.0.1 --v=1
+start kube-scheduler kube-scheduler --kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" \
+  --authentication-kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" --authorization-kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" \
+  --leader-elect=false --bind-address=127.0.0.1 --v=1
+
+# --- 5. containerd, images, kubelet --------------------------------------------------------------
+cat > "$CLUSTER_STATE/cni/net.d/10-sandboxd.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "sandboxd-pods",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$NODE_POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}],
+              "dataDir": "$CLUSTER_STATE/cni/ipam"}},
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "loopback"}
+  ]
+}
+EOF
+mkdir -p "$CLUSTER_STATE/containerd"
+cat > "$CLUSTER_STATE/containerd/config.toml" <<EOF
+version = 2
+root = "$CLUSTER_STATE/containerd/root"
+state = "$CLUSTER_STATE/containerd/state"
+[grpc]
+  address = "$CLUSTER_STATE/containerd/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "sandboxd.local/pause:3.10"
+  # Mandatory on these VMs: without CAP_SYS_RESOURCE runc cannot raise oom_score_adj.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$CLUSTER_STATE/cni/net.d"
+EOF
+CTR_SOCK=$CLUSTER_STATE/containerd/containerd.sock
+start containerd containerd --config "$CLUSTER_STATE/containerd/config.toml"
+wait_for containerd 30 ctr --address "$CTR_SOCK" version
+for img in "$SANDBOXD_CACHE"/images/*.tar; do
+  ctr --address "$CTR_SOCK" -n k8s.io images import "$img" >/dev/null
+done
+log "containerd up; imported $(ls "$SANDBOXD_CACHE"/images/*.tar | wc -l) images"
+
+cat > "$CLUSTER_STATE/kubelet-config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: "$pki/ca.crt"}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+failSwapOn: false
+clusterDomain: cluster.local
+clusterDNS: ["$CLUSTER_DNS_IP"]
+containerRuntimeEndpoint: "unix://$CTR_SOCK"
+tlsCertFile: "$pki/kubelet-serving.crt"
+tlsPrivateKeyFile: "$pki/kubelet-serving.key"
+podPidsLimit: 256
+maxPods: 110
+serializeImagePulls: false
+resolvConf: "$CLUSTER_STATE/resolv.conf"
+evictionHard: {memory.available: "200Mi", nodefs.available: "2%", imagefs.available: "2%"}
+imageGCHighThresholdPercent: 100
+EOF
+# Pods get cluster DNS only; the host's resolver is never handed to them.
+echo "nameserver $CLUSTER_DNS_IP" > "$CLUSTER_STATE/resolv.conf"
+start kubelet kubelet --config="$CLUSTER_STATE/kubelet-config.yaml" --kubeconfig="$CLUSTER_STATE/kubelet.kubeconfig" \
+  --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --root-dir="$KUBELET_ROOT" --v=1
+
+K() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+wait_for "node $NODE_NAME registered" 60 K get node "$NODE_NAME"
+
+# --- 6. kube-proxy and kube-router -------------------------------------------------------------------
+start kube-proxy kube-proxy --kubeconfig="$CLUSTER_STATE/kube-proxy.kubeconfig" --hostname-override="$NODE_NAME" \
+  --cluster-cidr="$POD_CIDR" --proxy-mode=iptables --conntrack-max-per-core=0 --v=1
+# kube-router in firewall-only mode enforces NetworkPolicy with iptables and ipsets.
+start kube-router kube-router --kubeconfig="$KUBECONFIG_ADMIN" --hostname-override="$NODE_NAME" \
+  --run-firewall=true --run-router=false --run-service-proxy=false --service-cluster-ip-range="$SERVICE_CIDR" \
+  --health-port=20244 --metrics-port=0 --v=1
+wait_for "node Ready" 120 sh -c "kubectl --kubeconfig '$KUBECONFIG_ADMIN' get node '$NODE_NAME' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+t_ready=$(date +%s.%N)
+log "node Ready ($(since "$t_api")s after the apiserver was ready)"
+
+# --- 7. CoreDNS ------------------------------------------------------------------------------------
+K apply -f - >/dev/null <<EOF
+$(sed -e "s/__COREDNS_VERSION__/$COREDNS_VERSION/g" -e "s/__CLUSTER_DNS_IP__/$CLUSTER_DNS_IP/g" \
+      -e "s/__TARGET_PUBLIC__/$TARGET_PUBLIC/g" -e "s/__TARGET_NAME_PUBLIC__/$TARGET_NAME_PUBLIC/g" "$here/coredns.yaml")
+EOF
+wait_for "CoreDNS ready" 120 sh -c "kubectl --kubeconfig '$KUBECONFIG_ADMIN' -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{.items[*].status.conditions[?(@.type==\"Ready\")].status}' | grep -q True"
+wait_for "cluster DNS answers" 60 python3 "$here/dns_query.py" "$CLUSTER_DNS_IP" kubernetes.default.svc.cluster.local
+log "cluster DNS answers at $CLUSTER_DNS_IP"
+
+touch "$run/cluster.up"
+log "cluster up: export KUBECONFIG=$KUBECONFIG_ADMIN"

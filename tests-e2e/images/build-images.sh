@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Builds every image the cluster and the tests use, without Docker or a registry:
+# a Debian rootfs from debootstrap, layered with umoci, exported with skopeo to
+# docker-archive tarballs in $SANDBOXD_CACHE/images/, which cluster-up imports into containerd.
+# Layers that did not change are reused (the base rootfs and the JRE are cached by key).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+. "$here/../cluster/versions.env"
+cache=${SANDBOXD_CACHE:-/var/cache/sandboxd}
+out=$cache/images
+layout=$cache/oci
+java_home=${SANDBOXD_IMAGE_JDK:-${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}}
+mkdir -p "$out"
+
+log() { echo "[images] $*"; }
+
+# --- base rootfs: Debian bookworm minbase + python3, cached by package list --------------------
+base_pkgs="python3,ca-certificates"
+base_key=$(echo "bookworm $base_pkgs v1" | sha256sum | cut -c1-12)
+rootfs_tar=$cache/rootfs/bookworm-python-$base_key.tar
+if [ ! -f "$rootfs_tar" ]; then
+  log "debootstrap bookworm ($base_pkgs)"
+  tmp=$(mktemp -d /var/tmp/sbx-rootfs.XXXX)
+  debootstrap --variant=minbase --include="$base_pkgs" bookworm "$tmp" http://deb.debian.org/debian >/dev/null
+  chroot "$tmp" apt-get clean
+  rm -rf "$tmp"/var/lib/apt/lists/* "$tmp"/var/cache/apt/* "$tmp"/var/log/* "$tmp"/dev/* "$tmp"/proc/* "$tmp"/sys/*
+  # The sandbox user every sandbox pod runs as (runAsUser 65532).
+  echo "sandbox:x:65532:65532:sandbox:/workspace:/usr/sbin/nologin" >> "$tmp/etc/passwd"
+  echo "sandbox:x:65532:" >> "$tmp/etc/group"
+  mkdir -p "$tmp/workspace" && chown 65532:65532 "$tmp/workspace"
+  mkdir -p "$(dirname "$rootfs_tar")"
+  tar -C "$tmp" --numeric-owner -cf "$rootfs_tar.tmp" . && mv "$rootfs_tar.tmp" "$rootfs_tar"
+  rm -rf "$tmp"
+fi
+
+# --- OCI layout helpers --------------------------------------------------------------------------
+[ -d "$layout" ] || umoci init --layout "$layout"
+
+has_tag() { umoci ls --layout "$layout" | grep -qx "$1"; }
+
+# image_from BASE_TAG NEW_TAG KEY -- prints nothing; copies BASE to NEW unless NEW already has KEY
+stamp_of() { cat "$cache/stamps/$1" 2>/dev/null || true; }
+set_stamp() { mkdir -p "$cache/stamps"; echo "$2" > "$cache/stamps/$1"; }
+
+export_image() { # TAG NAME
+  skopeo copy -q "oci:$layout:$1" "docker-archive:$out/$1.tar.tmp:$2" >/dev/null
+  mv "$out/$1.tar.tmp" "$out/$1.tar"
+  log "exported $2 -> $out/$1.tar"
+}
+
+# base layer: the rootfs, once.
+if [ "$(stamp_of python-base)" != "$base_key" ]; then
+  log "layering base rootfs"
+  umoci rm --image "$layout:python-base" 2>/dev/null || true
+  umoci new --image "$layout:python-base"
+  tmp=$(mktemp -d /var/tmp/sbx-unpack.XXXX)
+  umoci unpack --image "$layout:python-base" "$tmp/bundle" >/dev/null
+  tar -C "$tmp/bundle/rootfs" -xf "$rootfs_tar"
+  umoci repack --image "$layout:python-base" "$tmp/bundle" >/dev/null
+  rm -rf "$tmp"
+  umoci config --image "$layout:python-base" --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --config.env PYTHONDONTWRITEBYTECODE=1 --config.env PYTHONUNBUFFERED=1 --config.user 65532:65532 --config.workingdir /workspace
+  set_stamp python-base "$base_key"
+fi
+
+# derive TAG from BASE, adding the contents of DIR at /, if DIR's content hash changed.
+derive() { # BASE TAG DIR CONFIG-ARGS...
+  local base=$1 tag=$2 dir=$3; shift 3
+  local key
+  key=$( (cd "$dir" && find . -type f -print0 | sort -z | xargs -0 sha256sum; echo "$* $(stamp_of "$base")") | sha256sum | cut -c1-16)
+  if [ "$(stamp_of "$tag")" = "$key" ] && has_tag "$tag" && [ -f "$out/$tag.tar" ]; then
+    log "$tag up to date"; return 1
+  fi
+  log "building $tag"
+  umoci rm --image "$layout:$tag" 2>/dev/null || true
+  if [ "$base" = scratch ]; then umoci new --image "$layout:$tag"; else umoci tag --image "$layout:$base" "$tag"; fi
+  umoci insert --image "$layout:$tag" "$dir" / >/dev/null
+  [ $# -gt 0 ] && umoci config --image "$layout:$tag" "$@"
+  set_stamp "$tag" "$key"
+  return 0
+}
+
+stage=$(mktemp -d /var/tmp/sbx-stage.XXXX)
+trap 'rm -rf "$stage"' EXIT
+
+# --- pause: the upstream pause.c from the k8s.io/kubernetes module, static ------------------------
+pause_src=$(go env GOMODCACHE)/k8s.io/kubernetes@$K8S_VERSION/build/pause/linux/pause.c
+if [ ! -f "$pause_src" ]; then (cd "$cache/src/kubernetes-$K8S_VERSION" && go mod download k8s.io/kubernetes); fi
+mkdir -p "$stage/pause"
+gcc -Os -static -DVERSION="$K8S_VERSION" -o "$stage/pause/pause" "$pause_src"
+strip "$stage/pause/pause"; touch -d @0 "$stage/pause/pause"
+derive scratch pause "$stage/pause" --config.entrypoint /pause --config.user 65535:65535 && export_image pause sandboxd.local/pause:3.10
+
+# --- plain python (e2e probe pods, policy fixtures) ----------------------------------------------
+mkdir -p "$stage/python/opt/sandboxd/probe"
+cp "$repo/toolrunner/probe/sandbox_probe.py" "$stage/python/opt/sandboxd/probe/"
+derive python-base python "$stage/python" --config.cmd python3 && export_image python sandboxd.local/python:dev
+
+# --- snippet sandbox: the executor -----------------------------------------------------------------
+mkdir -p "$stage/snippet/opt/sandboxd/probe"
+cp -r "$repo/toolrunner/sandbox_executor" "$stage/snippet/opt/sandboxd/"
+cp "$repo/toolrunner/probe/sandbox_probe.py" "$stage/snippet/opt/sandboxd/probe/"
+find "$stage/snippet" -name __pycache__ -prune -exec rm -rf {} +
+derive python-base snippet-sandbox "$stage/snippet" --config.env PYTHONPATH=/opt/sandboxd \
+  --config.cmd python3 --config.cmd=-m --config.cmd sandbox_executor && export_image snippet-sandbox sandboxd.local/snippet-sandbox:dev
+
+# --- test agent image with crusoe_adk.toolrunner and sample tools, and one without it -------------
+mkdir -p "$stage/agent/opt/agent" "$stage/agent-bare/opt/agent"
+cp -r "$repo/toolrunner/crusoe_adk" "$repo/toolrunner/crusoe_core" "$stage/agent/opt/agent/"
+cp "$repo/toolrunner/sample_agent/agent.py" "$stage/agent/opt/agent/"
+cp "$repo/toolrunner/sample_agent/agent.py" "$stage/agent-bare/opt/agent/"
+find "$stage/agent" -name __pycache__ -prune -exec rm -rf {} +
+derive python-base agent-tools "$stage/agent" --config.env PYTHONPATH=/opt/agent --config.workingdir /opt/agent \
+  --config.cmd python3 --config.cmd=-m --config.cmd crusoe_adk.toolrunner && export_image agent-tools sandboxd.local/agent-tools:dev
+derive python-base agent-no-runner "$stage/agent-bare" --config.env PYTHONPATH=/opt/agent --config.workingdir /opt/agent \
+  --config.cmd python3 --config.cmd=-m --config.cmd crusoe_adk.toolrunner && export_image agent-no-runner sandboxd.local/agent-no-runner:dev
+
+# --- coredns: the Go-built binary alone ------------------------------------------------------------
+mkdir -p "$stage/coredns"
+cp "$cache/bin/coredns-$COREDNS_VERSION/coredns" "$stage/coredns/coredns"; touch -d @0 "$stage/coredns/coredns"
+derive scratch coredns "$stage/coredns" --config.entrypoint /coredns --config.user 65532:65532 && export_image coredns sandboxd.local/coredns:$COREDNS_VERSION
+
+# --- sandboxd: a jlink'ed JRE layer (cached by JDK version) plus the service jars -----------------
+jdk_version=$("$java_home/bin/java" -version 2>&1 | head -1 | tr -dc 'a-zA-Z0-9._-')
+jre=$cache/jre/$jdk_version
+if [ ! -x "$jre/bin/java" ]; then
+  log "jlink JRE from $java_home"
+  rm -rf "$jre"; mkdir -p "$(dirname "$jre")"
+  "$java_home/bin/jlink" --add-modules java.se,jdk.unsupported,jdk.crypto.ec,jdk.management,jdk.zipfs,jdk.naming.dns \
+    --strip-debug --no-header-files --no-man-pages --output "$jre"
+fi
+mkdir -p "$stage/jre/opt"; cp -a "$jre" "$stage/jre/opt/java"
+derive python-base sandboxd-jre "$stage/jre" || true
+jar=$repo/service/target/sandboxd-service.jar
+[ -f "$jar" ] || { echo "missing $jar: build the service first (make service)" >&2; exit 1; }
+mkdir -p "$stage/sandboxd/app"
+cp "$jar" "$stage/sandboxd/app/"; cp -r "$repo/service/target/libs" "$stage/sandboxd/app/"
+find "$stage/sandboxd" -exec touch -d @0 {} +
+derive sandboxd-jre sandboxd "$stage/sandboxd" --config.env JAVA_HOME=/opt/java --config.workingdir /app \
+  --config.entrypoint /opt/java/bin/java --config.entrypoint=-XX:MaxRAMPercentage=75 --config.entrypoint=-jar \
+  --config.entrypoint /app/sandboxd-service.jar && export_image sandboxd sandboxd.local/sandboxd:dev
+log "images ready in $out"

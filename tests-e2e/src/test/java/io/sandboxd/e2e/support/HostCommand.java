@@ -1,0 +1,38 @@
+package io.sandboxd.e2e.support;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** Runs a command on the node itself (the suite runs as root beside the local cluster). */
+public final class HostCommand {
+    private HostCommand() {
+    }
+
+    public static String run(String... command) {
+        try {
+            Process p = new ProcessBuilder(List.of(command)).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                throw new IllegalStateException(String.join(" ", command) + " failed: " + out);
+            }
+            return out;
+        } catch (IOException e) {
+            throw new IllegalStateException(String.join(" ", command) + " failed: " + e, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Packet counter of the first rule in an iptables chain whose comment contains MARKER. */
+    public static long iptablesPackets(String table, String chain, String marker) {
+        for (String line : run("iptables", "-w", "-t", table, "-L", chain, "-v", "-x", "-n").split("\n")) {
+            if (line.contains(marker)) {
+                return Long.parseLong(line.trim().split("\\s+")[0]);
+            }
+        }
+        throw new IllegalStateException("no rule '" + marker + "' in " + table + "/" + chain);
+    }
+}
