@@ -49,7 +49,7 @@ iptables-save 2>/dev/null | grep -qE 'KUBE-|KUBE_ROUTER' && {
 }
 for s in $(ipset list -n 2>/dev/null | grep -E '^(KUBE|kube-router)'); do ipset destroy "$s" 2>/dev/null; done
 for ipt in iptables ip6tables; do
-  $ipt -D FORWARD -j SBX-GUARD 2>/dev/null; $ipt -F SBX-GUARD 2>/dev/null; $ipt -X SBX-GUARD 2>/dev/null
+  $ipt -t mangle -D FORWARD -j SBX-GUARD 2>/dev/null; $ipt -t mangle -F SBX-GUARD 2>/dev/null; $ipt -t mangle -X SBX-GUARD 2>/dev/null
   $ipt -t mangle -D POSTROUTING -j SBX-UPLINK-COUNT 2>/dev/null; $ipt -t mangle -F SBX-UPLINK-COUNT 2>/dev/null; $ipt -t mangle -X SBX-UPLINK-COUNT 2>/dev/null
 done
 

@@ -43,15 +43,17 @@ wait_for() {
 # --- 1. guard: no pod traffic may leave this machine (installed before any pod exists) -------------
 sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1 2>/dev/null || \
   { modprobe br_netfilter 2>/dev/null || true; sysctl -qw net.ipv4.ip_forward=1; }
+# The guard sits in the mangle table's FORWARD chain, which runs before the filter table's and which
+# neither kube-proxy nor kube-router writes: their ACCEPT rules in filter/FORWARD cannot bypass it.
 for ipt in iptables ip6tables; do
-  $ipt -N SBX-GUARD 2>/dev/null || $ipt -F SBX-GUARD
-  $ipt -C FORWARD -j SBX-GUARD 2>/dev/null || $ipt -I FORWARD 1 -j SBX-GUARD
+  $ipt -t mangle -N SBX-GUARD 2>/dev/null || $ipt -t mangle -F SBX-GUARD
+  $ipt -t mangle -C FORWARD -j SBX-GUARD 2>/dev/null || $ipt -t mangle -I FORWARD 1 -j SBX-GUARD
   $ipt -t mangle -N SBX-UPLINK-COUNT 2>/dev/null || $ipt -t mangle -F SBX-UPLINK-COUNT
   $ipt -t mangle -C POSTROUTING -j SBX-UPLINK-COUNT 2>/dev/null || $ipt -t mangle -I POSTROUTING 1 -j SBX-UPLINK-COUNT
 done
-iptables -A SBX-GUARD -s "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd guard: pod traffic never leaves" -j DROP
-iptables -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sandboxd guard: bridge traffic never leaves" -j DROP
-ip6tables -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sandboxd guard: bridge traffic never leaves" -j DROP
+iptables -t mangle -A SBX-GUARD -s "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd guard: pod traffic never leaves" -j DROP
+iptables -t mangle -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sandboxd guard: bridge traffic never leaves" -j DROP
+ip6tables -t mangle -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sandboxd guard: bridge traffic never leaves" -j DROP
 # Counts pod-sourced packets that really leave through the uplink; the e2e suite asserts it stays 0.
 iptables -t mangle -A SBX-UPLINK-COUNT -s "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd: pod packets out of uplink" -j RETURN
 log "guard installed on uplink $UPLINK ($NODE_IP)"

@@ -133,7 +133,7 @@ fi
 mkdir -p "$stage/jre/opt"; cp -a "$jre" "$stage/jre/opt/java"
 derive python-base sandboxd-jre "$stage/jre" || true
 jar=$repo/service/target/sandboxd-service.jar
-[ -f "$jar" ] || { echo "missing $jar: build the service first (make service)" >&2; exit 1; }
+[ -f "$jar" ] || { echo "missing $jar: build the service first (make build)" >&2; exit 1; }
 mkdir -p "$stage/sandboxd/app"
 cp "$jar" "$stage/sandboxd/app/"; cp -r "$repo/service/target/libs" "$stage/sandboxd/app/"
 find "$stage/sandboxd" -exec touch -d @0 {} +

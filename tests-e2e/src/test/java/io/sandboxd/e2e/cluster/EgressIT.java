@@ -57,10 +57,10 @@ class EgressIT {
     @Order(2)
     void guardStopsPodTrafficAtTheUplink() {
         Assumptions.assumeTrue(TestCluster.isLocalNode(), "the guard lives on the local node");
-        long dropsBefore = HostCommand.iptablesPackets("filter", "SBX-GUARD", "pod traffic never leaves");
+        long dropsBefore = HostCommand.iptablesPackets("mangle", "SBX-GUARD", "pod traffic never leaves");
         ExecResult r = pods.python("client", Probes.tcpConnect(Env.OFF_MACHINE, 80));
         assertFalse(r.ok(), "an address routed only through the uplink must be unreachable: " + r);
-        long dropsAfter = HostCommand.iptablesPackets("filter", "SBX-GUARD", "pod traffic never leaves");
+        long dropsAfter = HostCommand.iptablesPackets("mangle", "SBX-GUARD", "pod traffic never leaves");
         assertTrue(dropsAfter > dropsBefore, "the guard saw and dropped the attempt");
         assertEquals(0, HostCommand.iptablesPackets("mangle", "SBX-UPLINK-COUNT", "pod packets out of uplink"),
                 "no pod packet ever left through the uplink");

@@ -1,0 +1,187 @@
+package io.sandboxd.e2e.support;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.LocalPortForward;
+import io.sandboxd.tokens.TokenMinter;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyPair;
+import java.security.KeyPairGenerator;
+import java.security.spec.ECGenParameterSpec;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.awaitility.Awaitility.await;
+
+/**
+ * sandboxd installed by the project's Helm chart, as an admin would (`helm upgrade --install`), once
+ * per test JVM, and reached through a port-forward to each replica (the path the API reference gives
+ * operators; NetworkPolicies admit only agent namespaces otherwise).
+ */
+public final class Sandboxd {
+    public static final String RELEASE = "sandboxd";
+    public static final String RELEASE_NAMESPACE = "cai-system";
+    public static final String SANDBOX_NAMESPACE = "cai-sandbox";
+    public static final String AGENT_IMAGE = "sandboxd.local/agent-tools:dev";
+    public static final String NO_RUNNER_IMAGE = "sandboxd.local/agent-no-runner:dev";
+    public static final String KID = "e2e-key-1";
+    public static final ObjectMapper JSON = new ObjectMapper();
+
+    private static Sandboxd instance;
+
+    private final KubernetesClient k8s;
+    private final TokenMinter minter;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    private final List<LocalPortForward> forwards = new ArrayList<>();
+    private final List<URI> replicas = new ArrayList<>();
+    private int next;
+
+    private Sandboxd(KubernetesClient k8s, TokenMinter minter) {
+        this.k8s = k8s;
+        this.minter = minter;
+    }
+
+    public static synchronized Sandboxd get() {
+        if (instance == null) {
+            instance = install(TestCluster.client());
+        }
+        return instance;
+    }
+
+    private static Sandboxd install(KubernetesClient k8s) {
+        try {
+            KeyPair keys = generate(KeyPairGenerator.getInstance("EC"));
+            Path dir = Files.createTempDirectory("sandboxd-e2e");
+            Path publicKey = dir.resolve(KID + ".pem");
+            Files.writeString(publicKey, "-----BEGIN PUBLIC KEY-----\n"
+                    + Base64.getMimeEncoder(64, "\n".getBytes()).encodeToString(keys.getPublic().getEncoded())
+                    + "\n-----END PUBLIC KEY-----\n");
+            Path values = dir.resolve("values.yaml");
+            new YAMLMapper().writeValue(values.toFile(), e2eValues());
+            HostCommand.run(Env.helm().toString(), "upgrade", "--install", RELEASE, Env.repo().resolve("charts/sandboxd").toString(),
+                    "--namespace", RELEASE_NAMESPACE, "--create-namespace", "--kubeconfig", System.getenv("KUBECONFIG"),
+                    "-f", values.toString(), "--set-file", "tokens.publicKeys." + KID + "=" + publicKey,
+                    "--wait", "--timeout", "5m");
+            Sandboxd sandboxd = new Sandboxd(k8s, new TokenMinter(keys.getPrivate(), KID));
+            sandboxd.connect();
+            sandboxd.awaitWarmPool();
+            return sandboxd;
+        } catch (IOException | java.security.GeneralSecurityException e) {
+            throw new IllegalStateException("could not install sandboxd: " + e, e);
+        }
+    }
+
+    private static KeyPair generate(KeyPairGenerator g) throws java.security.GeneralSecurityException {
+        g.initialize(new ECGenParameterSpec("secp256r1"));
+        return g.generateKeyPair();
+    }
+
+    /** Chart values for the local cluster: its API server and simulated targets. */
+    static ObjectNode e2eValues() throws IOException {
+        return (ObjectNode) new YAMLMapper().readTree(Env.repo().resolve("tests-e2e/chart-values-local.yaml").toFile());
+    }
+
+    private void connect() {
+        List<Pod> pods = k8s.pods().inNamespace(RELEASE_NAMESPACE)
+                .withLabels(Map.of("app.kubernetes.io/name", "sandboxd", "app.kubernetes.io/instance", RELEASE)).list().getItems();
+        for (Pod pod : pods) {
+            if (pod.getMetadata().getDeletionTimestamp() != null) {
+                continue;
+            }
+            LocalPortForward forward = k8s.pods().inNamespace(RELEASE_NAMESPACE).withName(pod.getMetadata().getName()).portForward(8080);
+            forwards.add(forward);
+            replicas.add(URI.create("http://127.0.0.1:" + forward.getLocalPort()));
+        }
+        if (replicas.isEmpty()) {
+            throw new IllegalStateException("no sandboxd pods in " + RELEASE_NAMESPACE);
+        }
+    }
+
+    public void awaitWarmPool() {
+        await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(500)).until(() -> {
+            JsonNode pool = pool().json();
+            return pool.path("warm").asInt() >= pool.path("target").asInt() && pool.path("in_flight").asInt() == 0;
+        });
+    }
+
+    public KubernetesClient k8s() {
+        return k8s;
+    }
+
+    public List<URI> replicas() {
+        return List.copyOf(replicas);
+    }
+
+    public String token(String project, String agent, String image) {
+        return minter.mint(project, agent, image);
+    }
+
+    public TokenMinter minter() {
+        return minter;
+    }
+
+    /** A token for the default e2e project whose agent image is the test agent image. */
+    public String token() {
+        return token("e2e-project", "e2e-agent", AGENT_IMAGE);
+    }
+
+    public ApiResponse pool() {
+        return send(replicas.get(0), "GET", "/v1/pool", null, null);
+    }
+
+    public ApiResponse execute(Object body) {
+        return post("/v1/execute", body, token());
+    }
+
+    public ApiResponse call(Object body) {
+        return post("/v1/call", body, token());
+    }
+
+    public ApiResponse post(String path, Object body, String token) {
+        return send(nextReplica(), "POST", path, body, token);
+    }
+
+    private synchronized URI nextReplica() {
+        return replicas.get(next++ % replicas.size());
+    }
+
+    public ApiResponse send(URI replica, String method, String path, Object body, String token) {
+        try {
+            String text = body == null ? null : body instanceof String s ? s : JSON.writeValueAsString(body);
+            HttpRequest.Builder request = HttpRequest.newBuilder(replica.resolve(path)).timeout(Duration.ofSeconds(180))
+                    .method(method, text == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(text))
+                    .header("Content-Type", "application/json");
+            if (token != null) {
+                request.header("Authorization", "Bearer " + token);
+            }
+            HttpResponse<String> response = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+            JsonNode json = response.body().isBlank() ? JSON.createObjectNode() : JSON.readTree(response.body());
+            return new ApiResponse(response.statusCode(), response.headers(), json, response.body());
+        } catch (IOException e) {
+            throw new IllegalStateException(method + " " + path + " failed: " + e, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Waits until no sandbox pod of this run is left but the warm pool. */
+    public void awaitPodGone(String podName) {
+        k8s.pods().inNamespace(SANDBOX_NAMESPACE).withName(podName).waitUntilCondition(p -> p == null, 60, TimeUnit.SECONDS);
+    }
+}

@@ -1,0 +1,177 @@
+"""The tool runner: serves one call of one of the agent's own tool functions, in the agent's image.
+
+Started by sandboxd in a one-use pod as `python3 -m crusoe_adk.toolrunner` (docs/internal-contracts.md):
+  GET  /healthz  -> 200 {"status": "ok"}
+  POST /call     {"module", "function", "args"} -> 200 {"result": ...} or 200 {"error": "<Type>: <text>"}
+                 when the tool raised; 400 for a bad body or an unknown module/function; 409 after
+                 the first call.
+Environment: TOOLRUNNER_PORT (default 8080).
+"""
+import asyncio
+import importlib
+import inspect
+import json
+import os
+import signal
+import sys
+import threading
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+
+
+class HttpError(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+class NotSerialisable(Exception):
+    pass
+
+
+class ToolCall:
+    """Resolves and runs the pod's single tool call."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._has_run = False
+
+    def claim(self):
+        # Claimed before the import: importing the agent's module already runs its code.
+        with self._lock:
+            if self._has_run:
+                raise HttpError(409, "this tool sandbox has already run a call")
+            self._has_run = True
+
+    def run(self, module_name, function_name, args):
+        function = resolve_function(module_name, function_name)
+        try:
+            result = function(**args)
+            if inspect.isawaitable(result):  # async tools are common in ADK agents
+                result = asyncio.run(await_result(result))
+        except BaseException as error:  # SystemExit too: the tool's failure, not the runner's
+            traceback.print_exc()
+            return {"error": f"{type(error).__name__}: {error}"}
+        try:
+            check_serialisable(result)
+            return {"result": result}
+        except NotSerialisable as error:
+            return {"error": f"result is not JSON-serialisable: {error}"}
+
+
+async def await_result(awaitable):
+    return await awaitable
+
+
+def check_serialisable(value):
+    """NotSerialisable(<offending type>) unless `value` is plain JSON."""
+    def refuse(unknown):
+        raise NotSerialisable(type(unknown).__name__)
+    try:
+        json.dumps(value, default=refuse, allow_nan=False)
+    except ValueError:  # NaN or infinity: not JSON
+        raise NotSerialisable("float")
+
+
+def resolve_function(module_name, function_name):
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name == module_name or module_name.startswith(f"{error.name}."):
+            raise HttpError(400, f"no module named '{module_name}'")
+        raise HttpError(400, f"could not import module '{module_name}': {type(error).__name__}: {error}")
+    except BaseException as error:
+        traceback.print_exc()
+        raise HttpError(400, f"could not import module '{module_name}': {type(error).__name__}: {error}")
+    function = getattr(module, function_name, None) if function_name.isidentifier() else None
+    if not callable(function):
+        raise HttpError(400, f"no function '{function_name}' in module '{module_name}'")
+    return function
+
+
+def parse_call(body):
+    if not isinstance(body, dict):
+        raise HttpError(400, "invalid JSON body")
+    module, function, args = body.get("module"), body.get("function"), body.get("args")
+    if args is None:
+        args = {}
+    if not isinstance(module, str) or not module or not isinstance(function, str) or not function \
+            or not isinstance(args, dict):
+        raise HttpError(400, "invalid JSON body")
+    return module, function, args
+
+
+class ToolRunnerHandler(BaseHTTPRequestHandler):
+    # The same small JSON plumbing lives in sandbox_executor/server.py: each package ships alone in
+    # its own image, so neither may import the other.
+    timeout = 60  # a client that stops sending mid-body must not hold a thread for ever
+
+    def dispatch(self):
+        routes = {"/healthz": {"GET": self.healthz}, "/call": {"POST": self.call}}
+        methods = routes.get(self.path.split("?", 1)[0])
+        try:
+            if methods is None:
+                raise HttpError(404, "not found")
+            if self.command not in methods:
+                raise HttpError(405, "method not allowed")
+            status, body = methods[self.command]()
+        except HttpError as error:
+            status, body = error.status, {"error": str(error)}
+        except Exception as error:
+            traceback.print_exc()
+            status, body = 500, {"error": f"internal error: {type(error).__name__}: {error}"}
+        self.send_json(status, body)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = dispatch
+
+    def healthz(self):
+        return 200, {"status": "ok"}
+
+    def call(self):
+        module, function, args = parse_call(self.read_json_body())
+        self.server.tool_call.claim()
+        return 200, self.server.tool_call.run(module, function, args)
+
+    def read_json_body(self):
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            raise HttpError(400, "invalid JSON body")
+        if length > MAX_REQUEST_BYTES:
+            self.close_connection = True  # the unread body must not be parsed as a next request
+            raise HttpError(413, "request body too large")
+        try:
+            return json.loads(self.rfile.read(max(length, 0)))
+        except ValueError:
+            raise HttpError(400, "invalid JSON body")
+
+    def send_json(self, status, body):
+        payload = json.dumps(body).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format, *args):
+        if not self.path.startswith("/healthz"):  # the readiness probe would drown the log
+            super().log_message(format, *args)
+
+
+def main():
+    port = int(os.environ.get("TOOLRUNNER_PORT") or 8080)
+    # `python3 -m` puts the working directory first on sys.path; keep it there when started otherwise,
+    # so the agent's own agent.py is importable.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    server = ThreadingHTTPServer(("0.0.0.0", port), ToolRunnerHandler)
+    server.tool_call = ToolCall()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # PID 1 ignores SIGTERM unless handled
+    print(f"crusoe_adk.toolrunner: listening on :{port}", file=sys.stderr, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

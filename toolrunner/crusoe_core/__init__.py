@@ -1,0 +1,1 @@
+"""Platform plumbing shared by agent-side code (see adapter.py)."""

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Tries to escape from inside a sandbox pod (standard library only).
+
+Prints one JSON line per check, {"check", "blocked", "detail"}, and exits 1 if any escape succeeded
+or any positive control (--tcp-allowed, --dns-allowed) was blocked, which would make the other
+results meaningless. Used by the e2e suite and the chart's `helm test`.
+
+  --tcp HOST:PORT          connecting must fail             (repeatable)
+  --tcp-allowed HOST:PORT  connecting must work             (repeatable; positive control)
+  --dns NAME               resolving must fail              (repeatable)
+  --dns-allowed NAME       resolving must work              (repeatable; positive control)
+  --no-sa-token            no service-account token mounted
+  --unshare                unshare(CLONE_NEWUSER) and unshare(CLONE_NEWNS) refused
+  --seccomp                /proc/self/status: Seccomp 2 (filter) and NoNewPrivs 1
+  --readonly-root          writing /etc/x fails and its file system is mounted read-only
+  --timeout S              per network check, default 3
+"""
+import argparse
+import ctypes
+import errno
+import json
+import os
+import socket
+import sys
+import threading
+
+SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+
+
+def check_tcp(target, timeout_s):
+    """(blocked, detail) for a TCP connection to HOST:PORT ([v6]:PORT for IPv6)."""
+    host, _, port = target.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as connection:
+            return False, f"connected to {connection.getpeername()[0]}:{port}"
+    except (OSError, ValueError) as error:
+        return True, describe(error)
+
+
+def check_dns(name, timeout_s):
+    """(blocked, detail) for resolving `name`; no answer within the timeout counts as blocked."""
+    outcome = {}
+
+    def resolve():
+        try:
+            outcome["addresses"] = sorted({info[4][0] for info in socket.getaddrinfo(name, None)})
+        except OSError as error:
+            outcome["error"] = describe(error)
+    # getaddrinfo has no timeout of its own, and a dropped DNS packet means retries for many seconds.
+    resolver = threading.Thread(target=resolve, daemon=True)
+    resolver.start()
+    resolver.join(timeout_s)
+    if "addresses" in outcome:
+        return False, "resolved to " + ", ".join(outcome["addresses"])
+    return True, outcome.get("error", f"no answer within {timeout_s}s")
+
+
+def check_no_sa_token(path=SERVICE_ACCOUNT_TOKEN):
+    if os.path.exists(path):
+        return False, f"{path} exists"
+    return True, f"{path} absent"
+
+
+def check_unshare(flag):
+    """unshare() in a forked child, so a success cannot change this process's namespaces (and
+    CLONE_NEWUSER requires a single-threaded caller, which the child is)."""
+    pid = os.fork()
+    if pid == 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        result = libc.unshare(flag)
+        os._exit(0 if result == 0 else (ctypes.get_errno() or 255))
+    _pid, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code == 0:
+        return False, "unshare succeeded"
+    return True, f"unshare failed: {errno.errorcode.get(code, code)}"
+
+
+def check_seccomp(status_path="/proc/self/status"):
+    with open(status_path, encoding="ascii") as status_file:
+        fields = dict(line.split(":", 1) for line in status_file if ":" in line)
+    seccomp = fields.get("Seccomp", "?").strip()
+    no_new_privs = fields.get("NoNewPrivs", "?").strip()
+    return seccomp == "2" and no_new_privs == "1", f"Seccomp={seccomp} NoNewPrivs={no_new_privs}"
+
+
+def check_readonly_root(path="/etc/x"):
+    read_only_mount = bool(os.statvfs(os.path.dirname(path)).f_flag & os.ST_RDONLY)
+    mount = f"{os.path.dirname(path)} mounted {'read-only' if read_only_mount else 'read-write'}"
+    try:
+        with open(path, "x"):
+            pass
+    except OSError as error:
+        return read_only_mount, f"writing {path}: {describe(error)}; {mount}"
+    os.remove(path)
+    return False, f"wrote {path}; {mount}"
+
+
+def describe(error):
+    return f"{type(error).__name__}: {error}"
+
+
+def parse_arguments(argv):
+    parser = argparse.ArgumentParser(description="Try to escape from a sandbox pod.")
+    parser.add_argument("--tcp", action="append", default=[], metavar="HOST:PORT")
+    parser.add_argument("--tcp-allowed", action="append", default=[], metavar="HOST:PORT")
+    parser.add_argument("--dns", action="append", default=[], metavar="NAME")
+    parser.add_argument("--dns-allowed", action="append", default=[], metavar="NAME")
+    parser.add_argument("--no-sa-token", action="store_true")
+    parser.add_argument("--unshare", action="store_true")
+    parser.add_argument("--seccomp", action="store_true")
+    parser.add_argument("--readonly-root", action="store_true")
+    parser.add_argument("--timeout", type=float, default=3.0, metavar="S")
+    arguments = parser.parse_args(argv)
+    checks = selected_checks(arguments)
+    if not checks:
+        parser.error("select at least one check")
+    return checks
+
+
+def selected_checks(arguments):
+    """[(check name, expected blocked, function)] in the order given above."""
+    timeout_s = arguments.timeout
+    checks = []
+    for target in arguments.tcp:
+        checks.append((f"tcp {target}", True, lambda t=target: check_tcp(t, timeout_s)))
+    for target in arguments.tcp_allowed:
+        checks.append((f"tcp-allowed {target}", False, lambda t=target: check_tcp(t, timeout_s)))
+    for name in arguments.dns:
+        checks.append((f"dns {name}", True, lambda n=name: check_dns(n, timeout_s)))
+    for name in arguments.dns_allowed:
+        checks.append((f"dns-allowed {name}", False, lambda n=name: check_dns(n, timeout_s)))
+    if arguments.no_sa_token:
+        checks.append(("no-sa-token", True, check_no_sa_token))
+    if arguments.unshare:
+        checks.append(("unshare CLONE_NEWUSER", True, lambda: check_unshare(CLONE_NEWUSER)))
+        checks.append(("unshare CLONE_NEWNS", True, lambda: check_unshare(CLONE_NEWNS)))
+    if arguments.seccomp:
+        checks.append(("seccomp", True, check_seccomp))
+    if arguments.readonly_root:
+        checks.append(("readonly-root", True, check_readonly_root))
+    return checks
+
+
+def main(argv=None):
+    failures = 0
+    for name, expect_blocked, check in parse_arguments(argv):
+        try:
+            blocked, detail = check()
+        except Exception as error:  # a probe that cannot run proves nothing: report, count as failed
+            blocked, detail = not expect_blocked, f"check could not run: {describe(error)}"
+        print(json.dumps({"check": name, "blocked": blocked, "detail": detail}), flush=True)
+        failures += blocked != expect_blocked
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

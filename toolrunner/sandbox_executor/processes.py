@@ -1,0 +1,93 @@
+"""Finding and killing every process a snippet left behind.
+
+Killing the interpreter's process group is not enough: a snippet can call setsid() to leave the
+group, and fork twice so its daemon is no longer our descendant. Two measures close that:
+
+* the executor is a child subreaper, so orphans of its descendants are re-parented to it and stay
+  in its process tree (when it is PID 1 of the pod, they are re-parented to it anyway);
+* when it is PID 1 and not root (the sandbox pod: uid 65532, nothing else runs there), every other
+  process of its uid was started by the snippet, so all of them are killed too. Off the pod (tests,
+  a developer's machine) that same sweep would kill unrelated processes of the user, so there it is
+  limited to the executor's own descendants.
+"""
+import ctypes
+import os
+import signal
+import sys
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_child_subreaper():
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        print(f"sandbox_executor: prctl(PR_SET_CHILD_SUBREAPER) failed: "
+              f"{os.strerror(ctypes.get_errno())}", file=sys.stderr)
+
+
+def kill_process_group(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def kill_leftovers(give_up_after_s=3.0):
+    """SIGKILL every leftover process until none is left (a forking snippet may race us)."""
+    deadline = time.monotonic() + give_up_after_s
+    while True:
+        pids = leftover_pids()
+        if not pids or time.monotonic() > deadline:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        reap_children()
+        time.sleep(0.01)
+    reap_children()
+
+
+def leftover_pids():
+    """Live processes (zombies excluded) that belong to the snippet; never this process."""
+    me = os.getpid()
+    sweep_whole_uid = me == 1 and os.getuid() != 0
+    children = {}
+    candidates = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat_file:
+                stat = stat_file.read()
+            uid = os.stat(f"/proc/{pid}").st_uid
+        except OSError:
+            continue  # exited meanwhile
+        # The command name may hold spaces and parentheses: the fields follow the last ')'.
+        state, ppid = stat[stat.rindex(b")") + 2:].split()[:2]
+        if state == b"Z":
+            continue
+        children.setdefault(int(ppid), []).append(pid)
+        if sweep_whole_uid and uid == os.getuid():
+            candidates.add(pid)
+    pending = list(children.get(me, []))
+    while pending:
+        pid = pending.pop()
+        candidates.add(pid)
+        pending.extend(children.get(pid, []))
+    candidates.discard(me)
+    return candidates
+
+
+def reap_children():
+    """Collect exit statuses of re-parented orphans. Call only when no live interpreter is a child."""
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return

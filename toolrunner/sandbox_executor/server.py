@@ -1,0 +1,244 @@
+"""HTTP front of the snippet executor: GET /healthz, POST /run (docs/internal-contracts.md)."""
+import base64
+import binascii
+import contextlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import traceback
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from . import processes
+from .interpreter import Interpreter
+from .workdir import PathEscapeError, collect_files, write_files
+
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+# sandboxd enforces the real maximum (60 s by default); this only keeps timers in range.
+MAX_TIMEOUT_S = 24 * 3600
+# The readiness probe keeps requests away until the interpreter waits; this covers a request
+# that arrives anyway (or the moment a session interpreter is being replaced).
+READY_WAIT_S = 30
+
+
+class HttpError(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def invalid_body():
+    return HttpError(400, "invalid JSON body")
+
+
+def env_int(name, default):
+    value = os.environ.get(name, "")
+    try:
+        return int(value) if value else default
+    except ValueError:
+        raise SystemExit(f"sandbox_executor: {name} must be an integer, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    port: int
+    workdir: str
+    max_output_bytes: int
+    max_files_bytes: int
+    max_files: int
+    session: bool
+
+    @classmethod
+    def from_env(cls):
+        return cls(
+            port=env_int("SANDBOX_PORT", 8080),
+            workdir=os.environ.get("SANDBOX_WORKDIR", "/workspace"),
+            max_output_bytes=env_int("SANDBOX_MAX_OUTPUT_BYTES", 1048576),
+            max_files_bytes=env_int("SANDBOX_MAX_FILES_BYTES", 8388608),
+            max_files=env_int("SANDBOX_MAX_FILES", 100),
+            session=os.environ.get("SANDBOX_SESSION", "").lower() == "true",
+        )
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    code: str
+    timeout_s: int
+    files: list  # [(path, bytes)]
+
+
+def parse_run_request(body):
+    """A RunRequest from the decoded JSON body, or HttpError 400 for anything malformed."""
+    if not isinstance(body, dict):
+        raise invalid_body()
+    code, timeout_s, files = body.get("code"), body.get("timeout_s"), body.get("files")
+    if not is_utf8_string(code) or type(timeout_s) is not int or not 1 <= timeout_s <= MAX_TIMEOUT_S:
+        raise invalid_body()
+    if files is None:
+        files = []
+    if not isinstance(files, list):
+        raise invalid_body()
+    decoded = []
+    for entry in files:
+        if not isinstance(entry, dict):
+            raise invalid_body()
+        path, content_b64 = entry.get("path"), entry.get("content_b64")
+        if not is_utf8_string(path) or not isinstance(content_b64, str):
+            raise invalid_body()
+        try:
+            decoded.append((path, base64.b64decode(content_b64, validate=True)))
+        except (binascii.Error, ValueError):
+            raise invalid_body()
+    return RunRequest(code, timeout_s, decoded)
+
+
+def is_utf8_string(value):
+    """A str that can be written out (JSON may carry lone surrogates, which cannot)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class Executor:
+    """Owns the working directory and the interpreter; enforces one run per pod unless in a session."""
+
+    def __init__(self, settings):
+        self.settings = settings
+        scratch = tempfile.mkdtemp(prefix="sandbox-", dir=settings.workdir)
+        self.workdir = os.path.join(scratch, "work")
+        # TMPDIR outside the working directory: temp files are not results, and the root fs is read-only.
+        tmpdir = os.path.join(scratch, "tmp")
+        os.mkdir(self.workdir)
+        os.mkdir(tmpdir)
+        env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+               "HOME": self.workdir, "TMPDIR": tmpdir, "LANG": "C.UTF-8"}
+        self.interpreter = Interpreter(self.workdir, env, settings.session)
+        self._claim_lock = threading.Lock()
+        self._session_lock = threading.Lock()
+        self._has_run = False
+        self._restart_notice = ""
+
+    def run(self, request):
+        serialise = self._session_lock if self.settings.session else contextlib.nullcontext()
+        with serialise:
+            with self._claim_lock:
+                if self._has_run and not self.settings.session:
+                    raise HttpError(409, "this sandbox has already run")
+                self._write_input_files(request.files)
+                if not self.interpreter.ready.wait(READY_WAIT_S):
+                    raise HttpError(503, "the sandbox interpreter is not ready")
+                self._has_run = True
+            return self._run(request)
+
+    def _write_input_files(self, files):
+        try:
+            write_files(self.workdir, files)
+        except PathEscapeError as error:
+            raise HttpError(400, str(error))
+        except OSError as error:
+            raise HttpError(400, f"could not write input files: {error.strerror}")
+
+    def _run(self, request):
+        settings = self.settings
+        result = self.interpreter.run(request.code, request.timeout_s, settings.max_output_bytes)
+        notice, self._restart_notice = self._restart_notice, ""
+        if result.interpreter_lost:
+            how = "timed out" if result.timed_out else f"ended the interpreter (exit code {result.exit_code})"
+            self._restart_notice = (f"[sandbox: the previous run {how}; this run got a fresh "
+                                    f"interpreter: earlier variables are gone, files remain]\n")
+        if result.timed_out:
+            stderr, stderr_truncated = f"timed out after {request.timeout_s}s", False
+        else:
+            stderr, stderr_truncated = notice + result.stderr, result.stderr_truncated
+        files, files_truncated = collect_files(self.workdir, settings.max_files, settings.max_files_bytes)
+        return {
+            "stdout": result.stdout,
+            "stderr": stderr,
+            "exit_code": result.exit_code,
+            "duration_ms": result.duration_ms,
+            "files": files,
+            "stdout_truncated": result.stdout_truncated,
+            "stderr_truncated": stderr_truncated,
+            "files_truncated": files_truncated,
+        }
+
+
+class ExecutorHandler(BaseHTTPRequestHandler):
+    # The same small JSON plumbing lives in crusoe_adk/toolrunner.py: each package ships alone in
+    # its own image, so neither may import the other.
+    timeout = 60  # a client that stops sending mid-body must not hold a thread for ever
+
+    def dispatch(self):
+        routes = {"/healthz": {"GET": self.healthz}, "/run": {"POST": self.run_snippet}}
+        methods = routes.get(self.path.split("?", 1)[0])
+        try:
+            if methods is None:
+                raise HttpError(404, "not found")
+            if self.command not in methods:
+                raise HttpError(405, "method not allowed")
+            status, body = methods[self.command]()
+        except HttpError as error:
+            status, body = error.status, {"error": str(error)}
+        except Exception as error:
+            traceback.print_exc()
+            status, body = 500, {"error": f"internal error: {type(error).__name__}: {error}"}
+        self.send_json(status, body)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = dispatch
+
+    def healthz(self):
+        if self.server.executor.interpreter.ready.is_set():
+            return 200, {"status": "ok"}
+        return 503, {"status": "starting"}
+
+    def run_snippet(self):
+        return 200, self.server.executor.run(parse_run_request(self.read_json_body()))
+
+    def read_json_body(self):
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            raise invalid_body()
+        if length > MAX_REQUEST_BYTES:
+            self.close_connection = True  # the unread body must not be parsed as a next request
+            raise HttpError(413, "request body too large")
+        try:
+            return json.loads(self.rfile.read(max(length, 0)))
+        except ValueError:  # includes JSONDecodeError and UnicodeDecodeError
+            raise invalid_body()
+
+    def send_json(self, status, body):
+        payload = json.dumps(body).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format, *args):
+        if not self.path.startswith("/healthz"):  # the readiness probe would drown the log
+            super().log_message(format, *args)
+
+
+def main():
+    settings = Settings.from_env()
+    processes.become_child_subreaper()
+    executor = Executor(settings)
+    server = ThreadingHTTPServer(("0.0.0.0", settings.port), ExecutorHandler)
+    server.executor = executor
+    # As PID 1 of the pod, SIGTERM is ignored unless handled; exit promptly on pod deletion.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(f"sandbox_executor: listening on :{settings.port}, working directory {executor.workdir}",
+          file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        processes.kill_process_group(executor.interpreter.pid)
+        processes.kill_leftovers()

@@ -1,0 +1,151 @@
+"""The pre-started interpreter that runs snippets.
+
+Started by the executor as `python3 -I zygote.py <control-fd> <once|session>` before any request
+arrives, so a run does not pay interpreter start-up. It talks to the executor over a Unix socket
+(the control fd):
+
+  zygote -> executor   b"ready\n" once it is waiting for code
+  executor -> zygote   8-byte big-endian length + the snippet's UTF-8 source; the write ends of
+                       two fresh pipes travel with the length (SCM_RIGHTS) and become fd 1 and 2
+  zygote -> executor   b"exit <n>\n" after a run (session mode only; in once mode the process
+                       simply exits with the snippet's exit code)
+
+Only the standard library, and nothing of sandbox_executor: with -I the package is not on sys.path.
+"""
+import builtins
+import linecache
+import os
+import socket
+import struct
+import sys
+import traceback
+import types
+
+HEADER = struct.Struct(">Q")
+
+
+def main():
+    control = socket.socket(fileno=int(sys.argv[1]))
+    session = sys.argv[2] == "session"
+    # Like `python3 -c`: the working directory comes first, so uploaded modules can be imported.
+    sys.path.insert(0, "")
+    sys.argv = ["<snippet>"]
+    namespace = new_main_module()
+    control.sendall(b"ready\n")
+    run_number = 0
+    while True:
+        request = receive_run(control)
+        if request is None:
+            return
+        source, stdout_fd, stderr_fd = request
+        run_number += 1
+        attach_output(stdout_fd, stderr_fd)
+        filename = "<snippet>" if run_number == 1 else f"<snippet {run_number}>"
+        if not session:
+            # Exceptions and sys.exit() propagate to the interpreter, which prints them and
+            # exits with the right code exactly as `python3 script.py` would.
+            exit_code = run_snippet(source, filename, namespace, keep_alive=False)
+            sys.exit(exit_code)
+        exit_code = run_snippet(source, filename, namespace, keep_alive=True)
+        detach_output()
+        control.sendall(b"exit %d\n" % exit_code)
+
+
+def new_main_module():
+    """A fresh `__main__` for the snippet, so pickle, dataclasses and `if __name__ == "__main__"` work."""
+    module = types.ModuleType("__main__")
+    module.__builtins__ = builtins
+    sys.modules["__main__"] = module
+    return module.__dict__
+
+
+def receive_run(control):
+    """Read one run request; None when the executor has gone away."""
+    header, fds, _flags, _addr = socket.recv_fds(control, HEADER.size, 2)
+    if not header:
+        return None
+    header += receive_exactly(control, HEADER.size - len(header))
+    (length,) = HEADER.unpack(header)
+    source = receive_exactly(control, length).decode("utf-8")
+    return source, fds[0], fds[1]
+
+
+def receive_exactly(control, count):
+    chunks = []
+    while count:
+        chunk = control.recv(min(count, 1 << 20))
+        if not chunk:
+            raise EOFError("executor closed the control socket mid-request")
+        chunks.append(chunk)
+        count -= len(chunk)
+    return b"".join(chunks)
+
+
+def attach_output(stdout_fd, stderr_fd):
+    os.dup2(stdout_fd, 1)
+    os.dup2(stderr_fd, 2)
+    os.close(stdout_fd)
+    os.close(stderr_fd)
+    # New stream objects: fd 1 and 2 are now pipes. Line buffering keeps what was printed before a
+    # timeout kill; UTF-8 whatever the pod's locale.
+    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", errors="backslashreplace",
+                                       buffering=1, closefd=False)
+    sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", errors="backslashreplace",
+                                       buffering=1, closefd=False)
+
+
+def detach_output():
+    """Release the run's pipes, so the executor sees end-of-output unless a child still holds them."""
+    for stream in {sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__}:
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def run_snippet(source, filename, namespace, keep_alive):
+    # Registering the source lets tracebacks show the offending lines (mtime None: never evicted).
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    try:
+        code = compile(source, filename, "exec")
+    except SyntaxError as error:
+        report_exception(error.with_traceback(None))
+        return 1
+    try:
+        exec(code, namespace)
+    except SystemExit as exit_request:
+        if not keep_alive:
+            raise
+        return exit_code_of(exit_request)
+    except BaseException as error:
+        # Drop this frame so the traceback starts at the snippet, as for a script.
+        report_exception(error.with_traceback(error.__traceback__.tb_next))
+        return 1
+    return 0
+
+
+def report_exception(error):
+    if sys.excepthook is sys.__excepthook__:
+        # The built-in hook reads source lines from files only; this one finds them in linecache.
+        traceback.print_exception(error)
+    else:
+        sys.excepthook(type(error), error, error.__traceback__)
+
+
+def exit_code_of(exit_request):
+    """The exit status the interpreter would give for this SystemExit."""
+    code = exit_request.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conftest import TOOLRUNNER_DIR, free_port
+from probe.sandbox_probe import CLONE_NEWNS, check_readonly_root, check_unshare
+
+PROBE = TOOLRUNNER_DIR / "probe" / "sandbox_probe.py"
+
+
+def probe(*flags):
+    """(exit code, [result lines])"""
+    completed = subprocess.run([sys.executable, str(PROBE), *flags], capture_output=True, text=True,
+                               timeout=20)
+    return completed.returncode, [json.loads(line) for line in completed.stdout.splitlines()]
+
+
+@pytest.fixture
+def listening_port():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield listener.getsockname()[1]
+
+
+def test_reachable_tcp_is_an_escape_and_a_passing_control(listening_port):
+    target = f"127.0.0.1:{listening_port}"
+    code, lines = probe("--tcp-allowed", target)
+    assert code == 0 and lines == [{"check": f"tcp-allowed {target}", "blocked": False,
+                                    "detail": f"connected to {target}"}]
+    code, lines = probe("--tcp", target)
+    assert code == 1 and lines[0]["blocked"] is False
+
+
+def test_unreachable_tcp_is_blocked_and_a_failing_control():
+    target = f"127.0.0.1:{free_port()}"
+    code, lines = probe("--tcp", target, "--timeout", "1")
+    assert code == 0 and lines[0]["blocked"] is True and "ConnectionRefusedError" in lines[0]["detail"]
+    code, lines = probe("--tcp-allowed", target, "--timeout", "1")
+    assert code == 1 and lines[0]["blocked"] is True
+
+
+def test_dns():
+    code, lines = probe("--dns-allowed", "localhost", "--dns", "no-such-name.invalid", "--timeout", "2")
+    assert code == 0
+    assert [(line["check"], line["blocked"]) for line in lines] == [
+        ("dns no-such-name.invalid", True), ("dns-allowed localhost", False)]
+    code, _lines = probe("--dns", "localhost")
+    assert code == 1
+
+
+def test_service_account_token_and_seccomp_reflect_this_host():
+    code, lines = probe("--no-sa-token", "--seccomp")
+    status = open("/proc/self/status").read()
+    confined = "Seccomp:\t2" in status and "NoNewPrivs:\t1" in status
+    token_absent = not os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token")
+    assert [(line["check"], line["blocked"]) for line in lines] == [
+        ("no-sa-token", token_absent), ("seccomp", confined)]
+    assert code == (0 if token_absent and confined else 1)
+
+
+def test_unshare_flag_reports_both_namespaces():
+    code, lines = probe("--unshare")
+    assert [line["check"] for line in lines] == ["unshare CLONE_NEWUSER", "unshare CLONE_NEWNS"]
+    assert code == (0 if all(line["blocked"] for line in lines) else 1)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to become an unprivileged uid")
+def test_unshare_of_a_mount_namespace_is_refused_to_an_unprivileged_user():
+    pid = os.fork()
+    if pid == 0:  # the child becomes uid 65532, like a sandbox pod, and reports through its exit code
+        try:
+            os.setgroups([])
+            os.setgid(65532)
+            os.setuid(65532)
+            os._exit(0 if check_unshare(CLONE_NEWNS) == (True, "unshare failed: EPERM") else 1)
+        finally:
+            os._exit(2)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def test_writable_root_is_reported(tmp_path):
+    target = tmp_path / "x"
+    blocked, detail = check_readonly_root(str(target))
+    assert blocked is False and detail.startswith(f"wrote {target}")
+    assert not target.exists()
+
+
+def test_no_check_selected_is_a_usage_error():
+    assert probe()[0] == 2
