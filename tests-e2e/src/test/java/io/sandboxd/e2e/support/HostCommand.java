@@ -10,14 +10,25 @@ public final class HostCommand {
     private HostCommand() {
     }
 
+    /** Runs COMMAND and returns its output; fails unless it exits 0. */
     public static String run(String... command) {
+        ExecResult r = exec(command);
+        if (!r.ok()) {
+            throw new IllegalStateException(String.join(" ", command) + " failed: " + r.stdout());
+        }
+        return r.stdout();
+    }
+
+    /** Runs COMMAND (stderr merged into stdout) and returns its exit code and output. */
+    public static ExecResult exec(String... command) {
         try {
             Process p = new ProcessBuilder(List.of(command)).redirectErrorStream(true).start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                throw new IllegalStateException(String.join(" ", command) + " failed: " + out);
+            if (!p.waitFor(600, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IllegalStateException(String.join(" ", command) + " did not finish: " + out);
             }
-            return out;
+            return new ExecResult(p.exitValue(), out, "");
         } catch (IOException e) {
             throw new IllegalStateException(String.join(" ", command) + " failed: " + e, e);
         } catch (InterruptedException e) {

@@ -2,8 +2,6 @@ package io.sandboxd.e2e.support;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.LocalPortForward;
@@ -72,11 +70,18 @@ public final class Sandboxd {
                     + Base64.getMimeEncoder(64, "\n".getBytes()).encodeToString(keys.getPublic().getEncoded())
                     + "\n-----END PUBLIC KEY-----\n");
             Path values = dir.resolve("values.yaml");
-            new YAMLMapper().writeValue(values.toFile(), e2eValues());
-            HostCommand.run(Env.helm().toString(), "upgrade", "--install", RELEASE, Env.repo().resolve("charts/sandboxd").toString(),
-                    "--namespace", RELEASE_NAMESPACE, "--create-namespace", "--kubeconfig", System.getenv("KUBECONFIG"),
+            Files.writeString(values, HostCommand.run("bash", Env.repo().resolve("tests-e2e/scripts/local-values.sh").toString()));
+            List<String> helm = new ArrayList<>(List.of(Env.helm().toString(), "upgrade", "--install", RELEASE,
+                    Env.repo().resolve("charts/sandboxd").toString(),
+                    "--namespace", RELEASE_NAMESPACE, "--create-namespace", "--kubeconfig", TestCluster.kubeconfig().toString(),
                     "-f", values.toString(), "--set-file", "tokens.publicKeys." + KID + "=" + publicKey,
-                    "--wait", "--timeout", "5m");
+                    "--wait", "--timeout", "5m"));
+            // Extra values for one run, e.g. the benchmark's larger pool: -Dsandboxd.set=snippet.poolTarget=6
+            String extra = System.getProperty("sandboxd.set", "");
+            if (!extra.isBlank()) {
+                helm.addAll(List.of("--set", extra));
+            }
+            HostCommand.run(helm.toArray(String[]::new));
             Sandboxd sandboxd = new Sandboxd(k8s, new TokenMinter(keys.getPrivate(), KID));
             sandboxd.connect();
             sandboxd.awaitWarmPool();
@@ -89,11 +94,6 @@ public final class Sandboxd {
     private static KeyPair generate(KeyPairGenerator g) throws java.security.GeneralSecurityException {
         g.initialize(new ECGenParameterSpec("secp256r1"));
         return g.generateKeyPair();
-    }
-
-    /** Chart values for the local cluster: its API server and simulated targets. */
-    static ObjectNode e2eValues() throws IOException {
-        return (ObjectNode) new YAMLMapper().readTree(Env.repo().resolve("tests-e2e/chart-values-local.yaml").toFile());
     }
 
     private void connect() {

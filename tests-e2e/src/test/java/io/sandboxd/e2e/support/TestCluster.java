@@ -19,6 +19,7 @@ import java.nio.file.Path;
 public final class TestCluster {
     private static KubernetesClient client;
     private static boolean local;
+    private static Path kubeconfig;
 
     private TestCluster() {
     }
@@ -36,10 +37,17 @@ public final class TestCluster {
         return local;
     }
 
+    /** The kubeconfig file for command-line tools (helm) that talk to the same cluster. */
+    public static Path kubeconfig() {
+        client();
+        return kubeconfig;
+    }
+
     private static KubernetesClient connect() {
         String kubeconfig = System.getenv("KUBECONFIG");
         if (kubeconfig != null && !kubeconfig.isBlank()) {
             local = Files.isDirectory(Path.of(Env.clusterState()));
+            TestCluster.kubeconfig = Path.of(kubeconfig);
             return new KubernetesClientBuilder().withConfig(Config.autoConfigure(null)).build();
         }
         if (!DockerClientFactory.instance().isDockerAvailable()) {
@@ -58,6 +66,12 @@ public final class TestCluster {
             throw new IllegalStateException("could not import images into K3s from " + images, e);
         }
         local = false;
+        try {
+            kubeconfig = Files.createTempFile("k3s", ".kubeconfig");
+            Files.writeString(kubeconfig, k3s.getKubeConfigYaml());
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException(e);
+        }
         return new KubernetesClientBuilder().withConfig(Config.fromKubeconfig(k3s.getKubeConfigYaml())).build();
     }
 }

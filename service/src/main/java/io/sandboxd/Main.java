@@ -1,0 +1,134 @@
+package io.sandboxd;
+
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+
+import io.sandboxd.api.ApiComponents;
+import io.sandboxd.api.ApiMetrics;
+import io.sandboxd.api.ApiRouting;
+import io.sandboxd.api.InFlightRequests;
+import io.sandboxd.api.ProjectAuthenticator;
+import io.sandboxd.config.ConfigLoader;
+import io.sandboxd.config.SandboxConfig;
+import io.sandboxd.logging.JsonLogFormatter;
+import io.sandboxd.sandbox.ExecutorClient;
+import io.sandboxd.tokens.KeyDirectory;
+import io.sandboxd.tokens.TokenVerifier;
+
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.helidon.config.Config;
+import io.helidon.health.HealthCheckResponse;
+import io.helidon.health.HealthCheckType;
+import io.helidon.logging.common.LogConfig;
+import io.helidon.webserver.WebServer;
+import io.helidon.webserver.observe.ObserveFeature;
+import io.helidon.webserver.observe.health.HealthObserver;
+import io.helidon.webserver.observe.metrics.MetricsObserver;
+
+/**
+ * Starts sandboxd: configuration, the Kubernetes client (in-cluster or KUBECONFIG), the cluster side, the HTTP API
+ * with health and metrics, and an orderly shutdown that lets calls under way finish.
+ */
+public final class Main {
+
+    private static final Logger LOGGER = Logger.getLogger(Main.class.getName());
+
+    private Main() {
+    }
+
+    /**
+     * Entry point.
+     *
+     * @param args ignored
+     */
+    public static void main(String[] args) {
+        LogConfig.configureRuntime();
+        Config config = ConfigLoader.load();
+        SandboxConfig sandbox = SandboxConfig.from(config.get("sandbox"));
+        String replicaId = ReplicaId.current();
+
+        KubernetesClient client = new KubernetesClientBuilder().build();
+        ClusterSandboxes cluster = new ClusterSandboxes(client, sandbox, replicaId);
+        TokenVerifier verifier = new TokenVerifier(KeyDirectory.watching(sandbox.tokens().keysDir()),
+                                                   sandbox.tokens().audience(), sandbox.tokens().issuer(),
+                                                   java.time.Clock.systemUTC());
+        InFlightRequests inFlight = new InFlightRequests();
+        ApiComponents components = new ApiComponents(new ProjectAuthenticator(verifier),
+                                                     cluster.snippetRunner(),
+                                                     cluster.toolCaller(),
+                                                     cluster.snippetRunner(),
+                                                     sandbox.snippet(),
+                                                     sandbox.tool(),
+                                                     ApiMetrics.create(cluster.snippetRunner()),
+                                                     inFlight);
+        AtomicBoolean draining = new AtomicBoolean();
+        WebServer server = WebServer.builder()
+                .config(config.get("server"))
+                .shutdownHook(false)
+                .addFeature(observe(config, () -> cluster.synced() && !draining.get()))
+                .routing(routing -> ApiRouting.register(routing, components))
+                .build()
+                .start();
+        LOGGER.info("sandboxd " + replicaId + " listening on port " + server.port() + "; sandbox namespace "
+                            + sandbox.namespace());
+
+        Duration drainLimit = Duration.ofSeconds(Math.max(sandbox.snippet().maxTimeoutSeconds(),
+                                                          sandbox.tool().readyTimeoutSeconds()
+                                                                  + sandbox.tool().maxTimeoutSeconds()))
+                .plus(ExecutorClient.DEADLINE_MARGIN);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            draining.set(true);
+            shutdownLog(Level.INFO, "shutting down: waiting up to " + drainLimit.toSeconds() + "s for "
+                    + inFlight.count() + " call(s) under way");
+            try {
+                if (!inFlight.awaitIdle(drainLimit)) {
+                    shutdownLog(Level.WARNING, "calls still under way at shutdown; their pods are left to the pool "
+                            + "leader");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            server.stop();
+            cluster.close();
+            client.close();
+            shutdownLog(Level.INFO, "stopped");
+        }, "sandboxd-shutdown"));
+    }
+
+    /**
+     * java.util.logging resets its handlers in its own shutdown hook, so lines from ours go straight to stderr.
+     */
+    private static void shutdownLog(Level level, String message) {
+        LogRecord record = new LogRecord(level, message);
+        record.setLoggerName(Main.class.getName());
+        System.err.print(new JsonLogFormatter().format(record));
+        System.err.flush();
+    }
+
+    /**
+     * Health (liveness; readiness once the pod informers have synced and while not shutting down) and metrics.
+     *
+     * @param config    root config ({@code server.features.observe} may tune it)
+     * @param ready     readiness condition
+     * @return the observe feature
+     */
+    public static ObserveFeature observe(Config config, BooleanSupplier ready) {
+        HealthObserver health = HealthObserver.builder()
+                .details(true)
+                .useSystemServices(false)
+                .addCheck(() -> HealthCheckResponse.builder().status(true).build(), HealthCheckType.LIVENESS, "alive")
+                .addCheck(() -> HealthCheckResponse.builder().status(ready.getAsBoolean())
+                                  .detail("pod informers synced", ready.getAsBoolean()).build(),
+                          HealthCheckType.READINESS, "pod-informers")
+                .build();
+        return ObserveFeature.builder()
+                .addObserver(health)
+                .addObserver(MetricsObserver.create())
+                .build();
+    }
+}

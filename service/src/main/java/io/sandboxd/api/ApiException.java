@@ -1,0 +1,85 @@
+package io.sandboxd.api;
+
+import java.util.Map;
+
+/**
+ * A request refused by the API (4xx) with the contract's error text. Handlers throw it; {@link ErrorMapping} turns it
+ * into {@code {"error": "<message>"}}.
+ */
+public final class ApiException extends RuntimeException {
+
+    private static final long serialVersionUID = 1L;
+
+    private final int status;
+    private final transient Map<String, String> headers;
+
+    private ApiException(int status, String message, Map<String, String> headers) {
+        super(message, null, false, false);
+        this.status = status;
+        this.headers = headers;
+    }
+
+    /**
+     * @param message error text
+     * @return 400
+     */
+    public static ApiException badRequest(String message) {
+        return new ApiException(400, message, Map.of());
+    }
+
+    /**
+     * 400 {@code invalid JSON body}: the body did not parse, or a field had the wrong JSON type.
+     *
+     * @return 400
+     */
+    public static ApiException invalidJson() {
+        return badRequest("invalid JSON body");
+    }
+
+    /**
+     * @param message error text (what happened and what to do)
+     * @return 401 with a {@code WWW-Authenticate: Bearer} challenge
+     */
+    public static ApiException unauthorized(String message) {
+        return new ApiException(401, message, Map.of("WWW-Authenticate",
+                                                     "Bearer realm=\"sandboxd\", error=\"invalid_token\""));
+    }
+
+    /**
+     * @param message error text
+     * @return 403
+     */
+    public static ApiException forbidden(String message) {
+        return new ApiException(403, message, Map.of());
+    }
+
+    /**
+     * @param allowed the method the route accepts
+     * @return 405 {@code method not allowed}
+     */
+    public static ApiException methodNotAllowed(String allowed) {
+        return new ApiException(405, "method not allowed", Map.of("Allow", allowed));
+    }
+
+    /**
+     * @param limit body size limit in bytes
+     * @return 413
+     */
+    public static ApiException bodyTooLarge(long limit) {
+        return new ApiException(413, "request body too large: the limit is " + limit + " bytes", Map.of());
+    }
+
+    /**
+     * @return HTTP status
+     */
+    public int status() {
+        return status;
+    }
+
+    /**
+     * @return extra response headers
+     */
+    public Map<String, String> headers() {
+        return headers;
+    }
+}

@@ -1,0 +1,61 @@
+package io.sandboxd.api;
+
+import java.time.Duration;
+import java.util.List;
+
+import io.sandboxd.run.PoolStatusSource;
+
+import io.helidon.metrics.api.Counter;
+import io.helidon.metrics.api.Gauge;
+import io.helidon.metrics.api.MeterRegistry;
+import io.helidon.metrics.api.Metrics;
+import io.helidon.metrics.api.Tag;
+import io.helidon.metrics.api.Timer;
+
+/**
+ * Application meters, served in Prometheus format at {@code /observe/metrics}: runs by route and outcome, run
+ * latency, and the pool gauges.
+ */
+public final class ApiMetrics {
+
+    private final MeterRegistry registry;
+
+    private ApiMetrics(MeterRegistry registry) {
+        this.registry = registry;
+    }
+
+    /**
+     * Meters in the global registry, with the pool gauges bound to {@code pool}.
+     *
+     * @param pool pool status
+     * @return metrics
+     */
+    public static ApiMetrics create(PoolStatusSource pool) {
+        MeterRegistry registry = Metrics.globalRegistry();
+        registry.getOrCreate(Gauge.builder("sandboxd.pool.warm", () -> pool.status().warm())
+                                     .description("Warm sandbox pods ready right now"));
+        registry.getOrCreate(Gauge.builder("sandboxd.pool.target", () -> pool.status().target())
+                                     .description("Pool size maintained"));
+        registry.getOrCreate(Gauge.builder("sandboxd.pool.in.flight", () -> pool.status().inFlight())
+                                     .description("Snippet runs under way on this replica"));
+        registry.getOrCreate(Gauge.builder("sandboxd.pool.created", () -> pool.status().createdTotal())
+                                     .description("Snippet pods created by this replica since it started"));
+        return new ApiMetrics(registry);
+    }
+
+    /**
+     * Records one finished call.
+     *
+     * @param route    {@code execute} or {@code call}
+     * @param outcome  outcome word (ok, tool_error, bad_request, unauthorized, forbidden, unavailable, bad_gateway...)
+     * @param duration time taken
+     */
+    public void record(String route, String outcome, Duration duration) {
+        List<Tag> tags = List.of(Tag.create("route", route), Tag.create("outcome", outcome));
+        registry.getOrCreate(Counter.builder("sandboxd.runs").tags(tags)
+                                     .description("Calls by route and outcome")).increment();
+        registry.getOrCreate(Timer.builder("sandboxd.run.duration").tags(List.of(Tag.create("route", route)))
+                                     .publishPercentileHistogram(true)
+                                     .description("Call latency")).record(duration);
+    }
+}

@@ -1,0 +1,61 @@
+package io.sandboxd.api;
+
+import io.sandboxd.config.SnippetSettings;
+import io.sandboxd.run.SnippetJob;
+import io.sandboxd.run.SnippetOutcome;
+import io.sandboxd.run.SnippetRunner;
+import io.sandboxd.tokens.ProjectIdentity;
+
+import io.helidon.webserver.http.HttpRules;
+import io.helidon.webserver.http.HttpService;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+
+/**
+ * {@code POST /v1/execute}: one Python snippet in a single-use pod (or the caller's D4 session pod).
+ */
+final class ExecuteService implements HttpService {
+
+    static final String PATH = "/v1/execute";
+
+    private final ProjectAuthenticator auth;
+    private final SnippetRunner runner;
+    private final SnippetSettings settings;
+    private final ApiMetrics metrics;
+    private final InFlightRequests inFlight;
+
+    ExecuteService(ApiComponents components) {
+        this.auth = components.auth();
+        this.runner = components.snippets();
+        this.settings = components.snippet();
+        this.metrics = components.metrics();
+        this.inFlight = components.inFlight();
+    }
+
+    @Override
+    public void routing(HttpRules rules) {
+        rules.post(PATH, this::execute)
+                .any(PATH, (req, res) -> {
+                    throw ApiException.methodNotAllowed("POST");
+                });
+    }
+
+    private void execute(ServerRequest req, ServerResponse res) {
+        String requestId = RequestId.of(req);
+        try (RouteCall call = new RouteCall(PATH, requestId, metrics, inFlight)) {
+            try {
+                ProjectIdentity caller = auth.authenticate(req);
+                call.caller(caller);
+                ExecuteRequest request = ExecuteRequest.parse(JsonBody.read(req, settings.maxRequestBytes()),
+                                                              settings);
+                SnippetOutcome outcome = runner.run(new SnippetJob(caller, requestId, request.code(),
+                                                                   request.timeoutSeconds(), request.files(),
+                                                                   request.sessionId()));
+                call.succeeded(outcome.sandboxId(), outcome.reply().exitCode(), "ok");
+                ApiJson.send(res, 200, ExecuteResponse.from(outcome));
+            } catch (RuntimeException e) {
+                throw call.failed(e);
+            }
+        }
+    }
+}

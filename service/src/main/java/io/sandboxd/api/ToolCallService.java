@@ -1,0 +1,65 @@
+package io.sandboxd.api;
+
+import io.sandboxd.config.ToolSettings;
+import io.sandboxd.run.ToolCaller;
+import io.sandboxd.run.ToolJob;
+import io.sandboxd.run.ToolOutcome;
+import io.sandboxd.tokens.ProjectIdentity;
+
+import io.helidon.webserver.http.HttpRules;
+import io.helidon.webserver.http.HttpService;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+
+/**
+ * {@code POST /v1/call}: one tool function in a one-use pod from the caller's own image (D2: only the image named in
+ * the caller's token).
+ */
+final class ToolCallService implements HttpService {
+
+    static final String PATH = "/v1/call";
+
+    private final ProjectAuthenticator auth;
+    private final ToolCaller caller;
+    private final ToolSettings settings;
+    private final ApiMetrics metrics;
+    private final InFlightRequests inFlight;
+
+    ToolCallService(ApiComponents components) {
+        this.auth = components.auth();
+        this.caller = components.tools();
+        this.settings = components.tool();
+        this.metrics = components.metrics();
+        this.inFlight = components.inFlight();
+    }
+
+    @Override
+    public void routing(HttpRules rules) {
+        rules.post(PATH, this::call)
+                .any(PATH, (req, res) -> {
+                    throw ApiException.methodNotAllowed("POST");
+                });
+    }
+
+    private void call(ServerRequest req, ServerResponse res) {
+        String requestId = RequestId.of(req);
+        try (RouteCall call = new RouteCall(PATH, requestId, metrics, inFlight)) {
+            try {
+                ProjectIdentity identity = auth.authenticate(req);
+                call.caller(identity);
+                CallRequest request = CallRequest.parse(JsonBody.read(req, settings.maxRequestBytes()), settings);
+                if (!request.image().equals(identity.image())) {
+                    throw ApiException.forbidden("this project's token allows tool calls only in its own agent image \""
+                                                         + identity.image() + "\", not \"" + request.image() + "\"");
+                }
+                ToolOutcome outcome = caller.call(new ToolJob(identity, requestId, request.image(), request.module(),
+                                                              request.function(), request.args(),
+                                                              request.timeoutSeconds()));
+                call.succeeded(outcome.sandboxId(), null, outcome.error() == null ? "ok" : "tool_error");
+                ApiJson.send(res, 200, CallResponse.from(outcome, call.elapsedMillis()));
+            } catch (RuntimeException e) {
+                throw call.failed(e);
+            }
+        }
+    }
+}

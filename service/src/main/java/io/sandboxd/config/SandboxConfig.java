@@ -1,0 +1,54 @@
+package io.sandboxd.config;
+
+import io.helidon.config.Config;
+
+/**
+ * The {@code sandbox} section of the configuration, typed. Defaults are those of docs/internal-contracts.md.
+ */
+public record SandboxConfig(String namespace,
+                            SnippetSettings snippet,
+                            ToolSettings tool,
+                            SecuritySettings security,
+                            TokenSettings tokens) {
+
+    /**
+     * Reads the {@code sandbox} node.
+     *
+     * @param sandbox the {@code sandbox} config node (may be missing: every key has a default)
+     * @return typed settings
+     */
+    public static SandboxConfig from(Config sandbox) {
+        SandboxConfig config = new SandboxConfig(
+                sandbox.get("namespace").asString().orElse("cai-sandbox"),
+                SnippetSettings.from(sandbox.get("snippet")),
+                ToolSettings.from(sandbox.get("tool")),
+                SecuritySettings.from(sandbox.get("security")),
+                TokenSettings.from(sandbox.get("tokens")));
+        config.validate();
+        return config;
+    }
+
+    private void validate() {
+        SnippetSettings s = snippet;
+        require(s.poolTarget() >= 0, "sandbox.snippet.poolTarget must be 0 or more");
+        require(s.maxTimeoutSeconds() >= 1, "sandbox.snippet.maxTimeoutSeconds must be at least 1");
+        require(s.defaultTimeoutSeconds() >= 1 && s.defaultTimeoutSeconds() <= s.maxTimeoutSeconds(),
+                "sandbox.snippet.defaultTimeoutSeconds must be between 1 and maxTimeoutSeconds");
+        require(s.warmWaitSeconds() >= 1, "sandbox.snippet.warmWaitSeconds must be at least 1");
+        require(s.sessionIdleSeconds() >= 1, "sandbox.snippet.sessionIdleSeconds must be at least 1");
+        require(tool.maxTimeoutSeconds() >= 1, "sandbox.tool.maxTimeoutSeconds must be at least 1");
+        require(tool.defaultTimeoutSeconds() >= 1 && tool.defaultTimeoutSeconds() <= tool.maxTimeoutSeconds(),
+                "sandbox.tool.defaultTimeoutSeconds must be between 1 and maxTimeoutSeconds");
+        require(tool.readyTimeoutSeconds() >= 1, "sandbox.tool.readyTimeoutSeconds must be at least 1");
+        require(tool.maxRequestBytes() >= 1024, "sandbox.tool.maxRequestBytes must be at least 1024");
+        require(tool.maxResponseBytes() >= 1024, "sandbox.tool.maxResponseBytes must be at least 1024");
+        require(s.maxRequestBytes() >= 1024, "sandbox.snippet.maxRequestBytes must be at least 1024");
+        require(!tokens.audience().isBlank(), "sandbox.tokens.audience must not be empty");
+    }
+
+    private static void require(boolean condition, String message) {
+        if (!condition) {
+            throw new IllegalArgumentException(message);
+        }
+    }
+}

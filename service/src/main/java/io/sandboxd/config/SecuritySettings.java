@@ -1,0 +1,36 @@
+package io.sandboxd.config;
+
+import io.helidon.config.Config;
+
+/**
+ * Pod-level hardening choices that an operator may tighten.
+ *
+ * @param seccompProfileType      {@code RuntimeDefault} or {@code Localhost}
+ * @param seccompLocalhostProfile profile path relative to the kubelet's seccomp root (Localhost only)
+ * @param runtimeClassName        optional RuntimeClass (for example gVisor); empty for none
+ */
+public record SecuritySettings(String seccompProfileType, String seccompLocalhostProfile, String runtimeClassName) {
+
+    static SecuritySettings from(Config node) {
+        SecuritySettings settings = new SecuritySettings(
+                node.get("seccompProfileType").asString().orElse("RuntimeDefault"),
+                node.get("seccompLocalhostProfile").asString().orElse(""),
+                node.get("runtimeClassName").asString().orElse(""));
+        settings.validate();
+        return settings;
+    }
+
+    void validate() {
+        switch (seccompProfileType) {
+        case "RuntimeDefault" -> { }
+        case "Localhost" -> {
+            if (seccompLocalhostProfile.isBlank()) {
+                throw new IllegalArgumentException(
+                        "sandbox.security.seccompLocalhostProfile must be set when seccompProfileType is Localhost");
+            }
+        }
+        default -> throw new IllegalArgumentException("sandbox.security.seccompProfileType must be RuntimeDefault or "
+                + "Localhost, not \"" + seccompProfileType + "\" (sandbox pods never run unconfined)");
+        }
+    }
+}

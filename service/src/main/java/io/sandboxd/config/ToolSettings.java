@@ -1,0 +1,37 @@
+package io.sandboxd.config;
+
+import io.helidon.config.Config;
+
+/**
+ * Settings of tool calls ({@code POST /v1/call}).
+ *
+ * @param defaultTimeoutSeconds timeout used when the request gives none (or 0)
+ * @param maxTimeoutSeconds     largest accepted {@code timeout_s}
+ * @param readyTimeoutSeconds   how long to wait for the tool pod to become ready
+ * @param maxRequestBytes       cap of the {@code /v1/call} request body
+ * @param maxResponseBytes      cap of the tool runner's reply
+ * @param limits                container limits
+ * @param requests              container requests
+ * @param tmpSizeLimit          size limit of the {@code /tmp} emptyDir
+ */
+public record ToolSettings(int defaultTimeoutSeconds,
+                           int maxTimeoutSeconds,
+                           int readyTimeoutSeconds,
+                           long maxRequestBytes,
+                           long maxResponseBytes,
+                           ResourceSettings limits,
+                           ResourceSettings requests,
+                           String tmpSizeLimit) {
+
+    static ToolSettings from(Config node) {
+        return new ToolSettings(
+                node.get("defaultTimeoutSeconds").asInt().orElse(30),
+                node.get("maxTimeoutSeconds").asInt().orElse(120),
+                node.get("readyTimeoutSeconds").asInt().orElse(110),
+                node.get("maxRequestBytes").asLong().orElse(1_048_576L),
+                node.get("maxResponseBytes").asLong().orElse(8_388_608L),
+                ResourceSettings.from(node.get("limits"), new ResourceSettings("2", "1Gi", "512Mi")),
+                ResourceSettings.from(node.get("requests"), new ResourceSettings("50m", "64Mi", "64Mi")),
+                node.get("tmpSizeLimit").asString().orElse("64Mi"));
+    }
+}

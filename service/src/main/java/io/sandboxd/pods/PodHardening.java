@@ -1,0 +1,104 @@
+package io.sandboxd.pods;
+
+import java.util.List;
+import java.util.Map;
+
+import io.sandboxd.config.ResourceSettings;
+import io.sandboxd.config.SecuritySettings;
+
+import io.fabric8.kubernetes.api.model.Capabilities;
+import io.fabric8.kubernetes.api.model.CapabilitiesBuilder;
+import io.fabric8.kubernetes.api.model.PodSecurityContext;
+import io.fabric8.kubernetes.api.model.PodSecurityContextBuilder;
+import io.fabric8.kubernetes.api.model.Probe;
+import io.fabric8.kubernetes.api.model.ProbeBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.ResourceRequirements;
+import io.fabric8.kubernetes.api.model.ResourceRequirementsBuilder;
+import io.fabric8.kubernetes.api.model.SeccompProfile;
+import io.fabric8.kubernetes.api.model.SeccompProfileBuilder;
+import io.fabric8.kubernetes.api.model.SecurityContext;
+import io.fabric8.kubernetes.api.model.SecurityContextBuilder;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeBuilder;
+
+/**
+ * The hardening every sandbox pod shares (snippet and tool): non-root 65532, seccomp, no capabilities, no privilege
+ * escalation, read-only root. The admission policies reject any sandbox pod that lacks one of these.
+ */
+final class PodHardening {
+
+    /** uid and gid of every sandbox pod. */
+    static final long SANDBOX_UID = 65532L;
+    /** Port of the in-pod HTTP server (executor or tool runner). */
+    static final int POD_PORT = 8080;
+
+    private PodHardening() {
+    }
+
+    static PodSecurityContext podSecurityContext(SecuritySettings security) {
+        return new PodSecurityContextBuilder()
+                .withRunAsUser(SANDBOX_UID)
+                .withRunAsGroup(SANDBOX_UID)
+                .withRunAsNonRoot(true)
+                .withFsGroup(SANDBOX_UID)
+                .withSeccompProfile(seccomp(security))
+                .build();
+    }
+
+    static SecurityContext containerSecurityContext(SecuritySettings security) {
+        Capabilities dropAll = new CapabilitiesBuilder().withDrop("ALL").build();
+        return new SecurityContextBuilder()
+                .withRunAsUser(SANDBOX_UID)
+                .withRunAsGroup(SANDBOX_UID)
+                .withRunAsNonRoot(true)
+                .withPrivileged(false)
+                .withAllowPrivilegeEscalation(false)
+                .withReadOnlyRootFilesystem(true)
+                .withCapabilities(dropAll)
+                .withSeccompProfile(seccomp(security))
+                .build();
+    }
+
+    static SeccompProfile seccomp(SecuritySettings security) {
+        SeccompProfileBuilder profile = new SeccompProfileBuilder().withType(security.seccompProfileType());
+        if ("Localhost".equals(security.seccompProfileType())) {
+            profile.withLocalhostProfile(security.seccompLocalhostProfile());
+        }
+        return profile.build();
+    }
+
+    static ResourceRequirements resources(ResourceSettings limits, ResourceSettings requests) {
+        return new ResourceRequirementsBuilder()
+                .withLimits(quantities(limits))
+                .withRequests(quantities(requests))
+                .build();
+    }
+
+    private static Map<String, Quantity> quantities(ResourceSettings r) {
+        return Map.of("cpu", new Quantity(r.cpu()),
+                      "memory", new Quantity(r.memory()),
+                      "ephemeral-storage", new Quantity(r.ephemeralStorage()));
+    }
+
+    static Volume emptyDir(String name, String sizeLimit) {
+        return new VolumeBuilder()
+                .withName(name)
+                .withNewEmptyDir().withSizeLimit(new Quantity(sizeLimit)).endEmptyDir()
+                .build();
+    }
+
+    static Probe readiness(String portName) {
+        return new ProbeBuilder()
+                .withNewHttpGet().withPath("/healthz").withNewPort(portName).endHttpGet()
+                .withPeriodSeconds(1)
+                .withTimeoutSeconds(1)
+                .withSuccessThreshold(1)
+                .withFailureThreshold(3)
+                .build();
+    }
+
+    static List<String> pythonModule(String module) {
+        return List.of("python3", "-m", module);
+    }
+}

@@ -1,0 +1,146 @@
+package io.sandboxd.pods;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.config.SnippetSettings;
+
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+
+/**
+ * The one place the snippet sandbox pod is written: pool pods and D4 session pods both come from here.
+ */
+public final class SnippetPodSpec {
+
+    /** Name of the executor container (and of its port). */
+    public static final String CONTAINER = "executor";
+    /** Working directory inside the pod (an emptyDir; the root filesystem is read-only). */
+    public static final String WORKDIR = "/workspace";
+    /** {@code generateName} of pool pods. */
+    public static final String GENERATE_NAME = "sandbox-";
+
+    private final String namespace;
+    private final SnippetSettings snippet;
+    private final SecuritySettings security;
+
+    /**
+     * @param namespace sandbox namespace
+     * @param snippet   snippet settings (image, limits, caps)
+     * @param security  seccomp and runtime class
+     */
+    public SnippetPodSpec(String namespace, SnippetSettings snippet, SecuritySettings security) {
+        this.namespace = namespace;
+        this.snippet = snippet;
+        this.security = security;
+    }
+
+    /**
+     * A warm pool pod: unnamed ({@code generateName: sandbox-}), labelled {@code state=warm}.
+     *
+     * @return the desired pod
+     */
+    public Pod poolPod() {
+        Map<String, String> labels = baseLabels();
+        labels.put(SandboxLabels.STATE, SandboxLabels.STATE_WARM);
+        return build(null, labels, Map.of(), false);
+    }
+
+    /**
+     * A D4 session pod. Its name is derived from the session hash so that two replicas racing to create it collide
+     * on the name (409) instead of creating two interpreters for one session. It is never part of the pool: it is
+     * born claimed and runs the executor in session mode ({@code SANDBOX_SESSION=true}).
+     *
+     * @param sessionHash  label-safe hash of project and session id
+     * @param claimedBy    {@code <replica-id>/<request-id>}
+     * @param annotations  further annotations (project, agent, last use)
+     * @return the desired pod
+     */
+    public Pod sessionPod(String sessionHash, String claimedBy, Map<String, String> annotations) {
+        Map<String, String> labels = baseLabels();
+        labels.put(SandboxLabels.STATE, SandboxLabels.STATE_CLAIMED);
+        labels.put(SandboxLabels.SESSION, sessionHash);
+        Map<String, String> allAnnotations = new LinkedHashMap<>(annotations);
+        allAnnotations.put(SandboxLabels.CLAIMED_BY, claimedBy);
+        return build(sessionPodName(sessionHash), labels, allAnnotations, true);
+    }
+
+    /**
+     * Name of the pod of a session.
+     *
+     * @param sessionHash label-safe hash of project and session id
+     * @return pod name
+     */
+    public static String sessionPodName(String sessionHash) {
+        return GENERATE_NAME + "s-" + sessionHash;
+    }
+
+    private Map<String, String> baseLabels() {
+        Map<String, String> labels = new LinkedHashMap<>();
+        labels.put(SandboxLabels.MANAGED_BY, SandboxLabels.MANAGER);
+        labels.put(SandboxLabels.KIND, SandboxLabels.KIND_SNIPPET);
+        return labels;
+    }
+
+    private Pod build(String name, Map<String, String> labels, Map<String, String> annotations, boolean session) {
+        List<EnvVar> env = new ArrayList<>();
+        env.add(new EnvVar("SANDBOX_WORKDIR", WORKDIR, null));
+        env.add(new EnvVar("SANDBOX_MAX_OUTPUT_BYTES", Long.toString(snippet.maxOutputBytes()), null));
+        env.add(new EnvVar("SANDBOX_MAX_FILES_BYTES", Long.toString(snippet.maxFilesBytes()), null));
+        env.add(new EnvVar("SANDBOX_MAX_FILES", Integer.toString(snippet.maxFiles()), null));
+        env.add(new EnvVar("HOME", "/tmp", null));
+        env.add(new EnvVar("PYTHONDONTWRITEBYTECODE", "1", null));
+        if (session) {
+            env.add(new EnvVar("SANDBOX_SESSION", "true", null));
+        }
+
+        PodBuilder pod = new PodBuilder()
+                .withNewMetadata()
+                    .withNamespace(namespace)
+                    .withLabels(labels)
+                    .withAnnotations(annotations.isEmpty() ? null : annotations)
+                .endMetadata();
+        if (name == null) {
+            pod.editMetadata().withGenerateName(GENERATE_NAME).endMetadata();
+        } else {
+            pod.editMetadata().withName(name).endMetadata();
+        }
+        pod.withNewSpec()
+                .withRestartPolicy("Never")
+                .withAutomountServiceAccountToken(false)
+                .withEnableServiceLinks(false)
+                .withHostNetwork(false)
+                .withHostPID(false)
+                .withHostIPC(false)
+                .withTerminationGracePeriodSeconds(0L)
+                // DNS points at a loopback address where nothing listens, so a lookup fails at once instead of
+                // timing out; the NetworkPolicy blocks all egress as well.
+                .withDnsPolicy("None")
+                .withNewDnsConfig().withNameservers("127.0.0.1").endDnsConfig()
+                .withRuntimeClassName(security.runtimeClassName().isBlank() ? null : security.runtimeClassName())
+                .withSecurityContext(PodHardening.podSecurityContext(security))
+                .addNewContainer()
+                    .withName(CONTAINER)
+                    .withImage(snippet.image())
+                    .withImagePullPolicy("IfNotPresent")
+                    .withCommand(PodHardening.pythonModule("sandbox_executor"))
+                    .withWorkingDir(WORKDIR)
+                    .addNewPort().withName(CONTAINER).withContainerPort(PodHardening.POD_PORT)
+                        .withProtocol("TCP").endPort()
+                    .withEnv(env)
+                    .withResources(PodHardening.resources(snippet.limits(), snippet.requests()))
+                    .withSecurityContext(PodHardening.containerSecurityContext(security))
+                    .withReadinessProbe(PodHardening.readiness(CONTAINER))
+                    .addNewVolumeMount().withName("workspace").withMountPath(WORKDIR).endVolumeMount()
+                    .addNewVolumeMount().withName("tmp").withMountPath("/tmp").endVolumeMount()
+                .endContainer()
+                .withVolumes(PodHardening.emptyDir("workspace", snippet.workdirSizeLimit()),
+                             PodHardening.emptyDir("tmp", snippet.tmpSizeLimit()))
+                .endSpec();
+        return pod.build();
+    }
+}

@@ -1,0 +1,105 @@
+package io.sandboxd.pods;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.config.ToolSettings;
+
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+
+/**
+ * The one place the tool-call sandbox pod is written: the agent's own image running {@code crusoe_adk.toolrunner},
+ * with the same hardening as snippet pods and the tool limits. Unlike snippet pods it gets cluster DNS (the
+ * NetworkPolicy allows public internet only).
+ */
+public final class ToolPodSpec {
+
+    /** Name of the tool runner container (and of its port). */
+    public static final String CONTAINER = "toolrunner";
+    /** {@code generateName} of tool pods. */
+    public static final String GENERATE_NAME = "tool-";
+    /** Seconds added to ready timeout plus call timeout for the kubelet-enforced {@code activeDeadlineSeconds}. */
+    static final long DEADLINE_MARGIN_SECONDS = 60;
+
+    private final String namespace;
+    private final ToolSettings tool;
+    private final SecuritySettings security;
+
+    /**
+     * @param namespace sandbox namespace
+     * @param tool      tool settings (limits)
+     * @param security  seccomp and runtime class
+     */
+    public ToolPodSpec(String namespace, ToolSettings tool, SecuritySettings security) {
+        this.namespace = namespace;
+        this.tool = tool;
+        this.security = security;
+    }
+
+    /**
+     * The pod for one tool call.
+     *
+     * @param image          the agent's image (already checked against the token)
+     * @param project        project from the token
+     * @param agent          agent from the token
+     * @param requestId      request that creates the pod
+     * @param timeoutSeconds the call's timeout
+     * @return the desired pod
+     */
+    public Pod pod(String image, String project, String agent, String requestId, int timeoutSeconds) {
+        Map<String, String> labels = new LinkedHashMap<>();
+        labels.put(SandboxLabels.MANAGED_BY, SandboxLabels.MANAGER);
+        labels.put(SandboxLabels.KIND, SandboxLabels.KIND_TOOL);
+        String projectLabel = SandboxLabels.labelValue(project);
+        labels.put(SandboxLabels.PROJECT, projectLabel.isEmpty() ? "unknown" : projectLabel);
+        Map<String, String> annotations = new LinkedHashMap<>();
+        annotations.put(SandboxLabels.PROJECT_ANNOTATION, project);
+        annotations.put(SandboxLabels.AGENT_ANNOTATION, agent);
+        annotations.put(SandboxLabels.REQUEST_ANNOTATION, requestId);
+
+        List<EnvVar> env = List.of(new EnvVar("HOME", "/tmp", null),
+                                   new EnvVar("PYTHONDONTWRITEBYTECODE", "1", null),
+                                   new EnvVar("PYTHONUNBUFFERED", "1", null));
+        return new PodBuilder()
+                .withNewMetadata()
+                    .withGenerateName(GENERATE_NAME)
+                    .withNamespace(namespace)
+                    .withLabels(labels)
+                    .withAnnotations(annotations)
+                .endMetadata()
+                .withNewSpec()
+                    .withRestartPolicy("Never")
+                    .withAutomountServiceAccountToken(false)
+                    .withEnableServiceLinks(false)
+                    .withHostNetwork(false)
+                    .withHostPID(false)
+                    .withHostIPC(false)
+                    .withTerminationGracePeriodSeconds(0L)
+                    // A backstop if sandboxd dies mid-call: the kubelet stops the pod on its own.
+                    .withActiveDeadlineSeconds(tool.readyTimeoutSeconds() + (long) timeoutSeconds
+                                                       + DEADLINE_MARGIN_SECONDS)
+                    .withDnsPolicy("ClusterFirst")
+                    .withRuntimeClassName(security.runtimeClassName().isBlank() ? null : security.runtimeClassName())
+                    .withSecurityContext(PodHardening.podSecurityContext(security))
+                    .addNewContainer()
+                        .withName(CONTAINER)
+                        .withImage(image)
+                        .withImagePullPolicy("IfNotPresent")
+                        .withCommand(PodHardening.pythonModule("crusoe_adk.toolrunner"))
+                        .addNewPort().withName(CONTAINER).withContainerPort(PodHardening.POD_PORT)
+                            .withProtocol("TCP").endPort()
+                        .withEnv(env)
+                        .withResources(PodHardening.resources(tool.limits(), tool.requests()))
+                        .withSecurityContext(PodHardening.containerSecurityContext(security))
+                        .withReadinessProbe(PodHardening.readiness(CONTAINER))
+                        .addNewVolumeMount().withName("tmp").withMountPath("/tmp").endVolumeMount()
+                    .endContainer()
+                    .withVolumes(PodHardening.emptyDir("tmp", tool.tmpSizeLimit()))
+                .endSpec()
+                .build();
+    }
+}

@@ -1,0 +1,179 @@
+package io.sandboxd.pool;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.ExceptionHandler;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+
+/**
+ * The only source of pod state: a label-filtered informer on the sandbox namespace. Waiting is event-driven: a waiter
+ * re-evaluates its condition each time the informer reports a change, and otherwise sleeps on a condition variable.
+ */
+public final class PodCache implements AutoCloseable {
+
+    private static final Logger LOGGER = Logger.getLogger(PodCache.class.getName());
+
+    private final String namespace;
+    private final SharedIndexInformer<Pod> informer;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
+    private long generation;
+
+    private PodCache(KubernetesClient client, String namespace, Map<String, String> selector) {
+        this.namespace = namespace;
+        this.informer = client.pods().inNamespace(namespace).withLabels(selector).runnableInformer(0);
+        // Keep retrying when the API server cannot be reached (the default is to stop for good after a failed
+        // initial list); readiness stays down meanwhile. Only a response that cannot be parsed stops the informer.
+        this.informer.exceptionHandler((started, error) -> {
+            LOGGER.log(Level.WARNING, "pod informer for " + selector + ": " + error.getMessage() + "; retrying");
+            return !ExceptionHandler.isDeserializationException(error);
+        });
+        this.informer.addEventHandler(new ResourceEventHandler<>() {
+            @Override
+            public void onAdd(Pod pod) {
+                changed();
+            }
+
+            @Override
+            public void onUpdate(Pod before, Pod after) {
+                changed();
+            }
+
+            @Override
+            public void onDelete(Pod pod, boolean finalStateUnknown) {
+                changed();
+            }
+
+            @Override
+            public void onNothing() {
+                changed();
+            }
+        });
+    }
+
+    /**
+     * Starts an informer; returns at once (see {@link #synced()}).
+     *
+     * @param client    Kubernetes client
+     * @param namespace sandbox namespace
+     * @param selector  label selector
+     * @return the cache
+     */
+    public static PodCache start(KubernetesClient client, String namespace, Map<String, String> selector) {
+        PodCache cache = new PodCache(client, namespace, selector);
+        cache.informer.start().whenComplete((ignored, error) -> {
+            if (error != null) {
+                LOGGER.log(Level.SEVERE, "pod informer for " + selector + " failed to start: " + error.getMessage());
+            } else {
+                LOGGER.info("pod informer for " + selector + " in " + namespace + " synced");
+            }
+            cache.changed();
+        });
+        return cache;
+    }
+
+    /**
+     * @return whether the initial list has been received (readiness)
+     */
+    public boolean synced() {
+        return informer.hasSynced() && informer.isRunning();
+    }
+
+    /**
+     * @return every pod the informer holds
+     */
+    public List<Pod> pods() {
+        return informer.getStore().list();
+    }
+
+    /**
+     * @param name pod name
+     * @return the pod, if the informer holds it
+     */
+    public Optional<Pod> pod(String name) {
+        return Optional.ofNullable(informer.getStore().getByKey(namespace + "/" + name));
+    }
+
+    /**
+     * Registers a listener called after every change (on the informer's thread: keep it short).
+     *
+     * @param listener listener
+     */
+    public void onChange(Runnable listener) {
+        listeners.add(listener);
+    }
+
+    /**
+     * Evaluates {@code probe} now and again after every informer event until it yields a value or the timeout
+     * passes. The probe runs outside the lock and may call the API server; exceptions it throws end the wait.
+     *
+     * @param probe   the condition; empty means "not yet"
+     * @param timeout longest wait
+     * @param <T>     result type
+     * @return the probe's value, or empty on timeout
+     * @throws InterruptedException when interrupted while waiting
+     */
+    public <T> Optional<T> await(Supplier<Optional<T>> probe, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            long seen;
+            lock.lock();
+            try {
+                seen = generation;
+            } finally {
+                lock.unlock();
+            }
+            Optional<T> result = probe.get();
+            if (result.isPresent()) {
+                return result;
+            }
+            lock.lock();
+            try {
+                while (generation == seen) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return Optional.empty();
+                    }
+                    changed.awaitNanos(left);
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    private void changed() {
+        lock.lock();
+        try {
+            generation++;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        for (Runnable listener : listeners) {
+            try {
+                listener.run();
+            } catch (RuntimeException e) {
+                LOGGER.log(Level.WARNING, "pod change listener failed", e);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        informer.close();
+    }
+}

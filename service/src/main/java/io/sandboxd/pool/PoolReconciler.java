@@ -1,0 +1,294 @@
+package io.sandboxd.pool;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import io.sandboxd.pods.SandboxLabels;
+import io.sandboxd.pods.SnippetPodSpec;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+
+/**
+ * Pool maintenance, done only by the leader (one replica at a time, see {@link PoolLeadership}): keeps the number of
+ * unclaimed pool pods at the target, and deletes pods that can no longer serve: finished pods, claims orphaned by a
+ * crashed replica, idle D4 session pods and orphaned tool pods. It runs on informer events (coalesced) and on a
+ * short timer for the time-based rules; it reads only the informer caches.
+ *
+ * <p>Why the pool does not overshoot: only the leader creates pool pods; it counts the unclaimed pods in its cache plus
+ * the pods it created that the cache has not shown yet, and creates only the difference to the target. A new leader
+ * can only start after the old one's lease has expired (lease 15 s, renew deadline 10 s), long after the old leader's
+ * last create reached the informers. Should an overshoot still happen, the excess is trimmed, each trimmed pod first
+ * taken with the same conditional update a request uses, so a pod being handed to a request is never deleted.
+ */
+public final class PoolReconciler implements AutoCloseable {
+
+    private static final Logger LOGGER = Logger.getLogger(PoolReconciler.class.getName());
+    private static final Duration PERIOD = Duration.ofSeconds(5);
+    private static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
+    private static final Duration ORPHAN_MARGIN = Duration.ofSeconds(60);
+    private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
+
+    /** Time limits the reconciler applies. */
+    public record Limits(int target,
+                         Duration orphanedClaimAfter,
+                         Duration orphanedToolPodAfter,
+                         Duration sessionIdleAfter) {
+
+        /**
+         * Limits derived from the configured timeouts.
+         *
+         * @param target             pool target
+         * @param maxSnippetTimeout  longest snippet run
+         * @param runMargin          extra time the HTTP call to the executor may take
+         * @param toolReadyTimeout   longest wait for a tool pod
+         * @param maxToolTimeout     longest tool call
+         * @param sessionIdle        configured session idle time
+         * @return limits
+         */
+        public static Limits of(int target, Duration maxSnippetTimeout, Duration runMargin, Duration toolReadyTimeout,
+                                Duration maxToolTimeout, Duration sessionIdle) {
+            Duration longestRun = maxSnippetTimeout.plus(runMargin);
+            // A session pod is touched when a run starts, so it must not look idle while a run is still going.
+            Duration idle = sessionIdle.compareTo(longestRun.plusSeconds(30)) > 0 ? sessionIdle
+                    : longestRun.plusSeconds(30);
+            return new Limits(target, longestRun.plus(ORPHAN_MARGIN),
+                              toolReadyTimeout.plus(maxToolTimeout).plus(ORPHAN_MARGIN), idle);
+        }
+    }
+
+    private final PodCache snippets;
+    private final PodCache tools;
+    private final PodWrites writes;
+    private final SnippetPodSpec spec;
+    private final PoolCounters counters;
+    private final Limits limits;
+    private final String replicaId;
+    private final Clock clock;
+
+    private final ScheduledExecutorService executor;
+    private final AtomicBoolean scheduled = new AtomicBoolean();
+    private final Map<String, Instant> pendingCreates = new ConcurrentHashMap<>();
+    private volatile boolean leading;
+    private Duration backoff = Duration.ZERO;
+    private Instant nextCreateAllowed = Instant.MIN;
+
+    /**
+     * @param snippets  snippet pod informer
+     * @param tools     tool pod informer
+     * @param writes    pod writes
+     * @param spec      the snippet pod spec
+     * @param counters  counters ({@code created_total})
+     * @param limits    target and time limits
+     * @param replicaId this replica's id
+     * @param clock     clock
+     */
+    public PoolReconciler(PodCache snippets, PodCache tools, PodWrites writes, SnippetPodSpec spec,
+                          PoolCounters counters, Limits limits, String replicaId, Clock clock) {
+        this.snippets = snippets;
+        this.tools = tools;
+        this.writes = writes;
+        this.spec = spec;
+        this.counters = counters;
+        this.limits = limits;
+        this.replicaId = replicaId;
+        this.clock = clock;
+        this.executor = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread thread = new Thread(r, "pool-reconciler");
+            thread.setDaemon(true);
+            return thread;
+        });
+    }
+
+    /**
+     * Starts listening to the informers and the timer.
+     */
+    public void start() {
+        snippets.onChange(this::trigger);
+        tools.onChange(this::trigger);
+        executor.scheduleWithFixedDelay(this::trigger, PERIOD.toMillis(), PERIOD.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Leadership changed.
+     *
+     * @param leading whether this replica now maintains the pool
+     */
+    public void leading(boolean leading) {
+        this.leading = leading;
+        LOGGER.info(leading ? "this replica now maintains the warm pool" : "this replica no longer maintains the pool");
+        trigger();
+    }
+
+    /**
+     * @return whether this replica maintains the pool
+     */
+    public boolean leading() {
+        return leading;
+    }
+
+    /**
+     * Asks for a reconcile soon; many asks before it runs make one reconcile.
+     */
+    public void trigger() {
+        if (scheduled.compareAndSet(false, true)) {
+            try {
+                executor.execute(() -> {
+                    scheduled.set(false);
+                    try {
+                        reconcile();
+                    } catch (RuntimeException e) {
+                        LOGGER.log(Level.WARNING, "pool reconcile failed", e);
+                    }
+                });
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                scheduled.set(false);
+            }
+        }
+    }
+
+    /** One pass; synchronized so that passes never overlap (each counts what the previous one created). */
+    synchronized void reconcile() {
+        if (!leading || !snippets.synced()) {
+            return;
+        }
+        Instant now = clock.instant();
+        List<Pod> pods = snippets.pods();
+        Set<String> seen = new HashSet<>();
+        List<Pod> unclaimed = new ArrayList<>();
+        for (Pod pod : pods) {
+            String name = pod.getMetadata().getName();
+            seen.add(name);
+            if (PodStates.isDeleting(pod)) {
+                continue;
+            }
+            if (!PodStates.isPoolPod(pod)) {
+                reconcileSession(pod, now);
+            } else if (PodStates.isTerminal(pod)) {
+                if (PodStates.isLabelledWarm(pod)) {
+                    LOGGER.warning("pool pod " + name + " finished (" + PodStates.phase(pod) + ") before use; deleting");
+                }
+                // A claimed pod that finished belongs to a run; its owner deletes it, unless the claim is orphaned.
+                if (PodStates.isLabelledWarm(pod) || orphanedClaim(pod, now)) {
+                    writes.delete(name);
+                }
+            } else if (PodStates.isLabelledWarm(pod)) {
+                unclaimed.add(pod);
+            } else if (orphanedClaim(pod, now)) {
+                LOGGER.warning("pool pod " + name + " claimed by " + PodStates.annotations(pod)
+                        .get(SandboxLabels.CLAIMED_BY) + " at " + PodStates.claimedAt(pod)
+                        + " was never released; deleting");
+                writes.delete(name);
+            }
+        }
+        pendingCreates.keySet().removeIf(seen::contains);
+        pendingCreates.values().removeIf(at -> at.plus(PENDING_CREATE_EXPIRY).isBefore(now));
+
+        int have = unclaimed.size() + pendingCreates.size();
+        if (have < limits.target()) {
+            refill(limits.target() - have, now);
+        } else if (unclaimed.size() > limits.target()) {
+            trim(unclaimed, unclaimed.size() - limits.target());
+        }
+        if (tools.synced()) {
+            reapToolPods(now);
+        }
+    }
+
+    private boolean orphanedClaim(Pod pod, Instant now) {
+        return PodStates.claimedAt(pod).plus(limits.orphanedClaimAfter()).isBefore(now);
+    }
+
+    private void refill(int missing, Instant now) {
+        if (now.isBefore(nextCreateAllowed)) {
+            return;
+        }
+        for (int i = 0; i < missing; i++) {
+            try {
+                Pod created = writes.create(spec.poolPod());
+                pendingCreates.put(created.getMetadata().getName(), now);
+                counters.podCreated();
+                backoff = Duration.ZERO;
+                LOGGER.fine(() -> "created pool pod " + created.getMetadata().getName());
+            } catch (KubernetesClientException e) {
+                backoff = backoff.isZero() ? Duration.ofSeconds(2)
+                        : (backoff.multipliedBy(2).compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : backoff.multipliedBy(2));
+                nextCreateAllowed = now.plus(backoff);
+                LOGGER.warning("could not create a pool pod (retrying in " + backoff.toSeconds() + "s): "
+                                       + PodWrites.describe(e));
+                return;
+            }
+        }
+    }
+
+    private void trim(List<Pod> unclaimed, int excess) {
+        // Pods that are not ready yet go first, then the youngest.
+        unclaimed.sort(Comparator.comparing(PodStates::isReady)
+                               .thenComparing(PodStates::createdAt, Comparator.reverseOrder()));
+        for (Pod pod : unclaimed.subList(0, excess)) {
+            Pod taken = new PodBuilder(pod).editMetadata()
+                    .addToLabels(SandboxLabels.STATE, SandboxLabels.STATE_CLAIMED)
+                    .addToAnnotations(SandboxLabels.CLAIMED_BY, replicaId + "/pool-trim")
+                    .addToAnnotations(SandboxLabels.CLAIMED_AT, clock.instant().toString())
+                    .endMetadata().build();
+            if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
+                LOGGER.info("pool above target: deleting pod " + pod.getMetadata().getName());
+                writes.delete(pod.getMetadata().getName());
+            }
+        }
+    }
+
+    private void reconcileSession(Pod pod, Instant now) {
+        String name = pod.getMetadata().getName();
+        if (PodStates.isTerminal(pod)) {
+            writes.delete(name);
+            return;
+        }
+        if (PodStates.annotations(pod).containsKey(SandboxLabels.EXPIRING)) {
+            writes.delete(name);
+            return;
+        }
+        if (PodStates.lastUsedAt(pod).plus(limits.sessionIdleAfter()).isBefore(now)) {
+            // Mark first, conditionally: a run that touched the pod meanwhile makes this update fail, and the pod
+            // lives on; a run that starts after the mark sees it and takes a new pod.
+            Pod expiring = new PodBuilder(pod).editMetadata()
+                    .addToAnnotations(SandboxLabels.EXPIRING, now.toString())
+                    .endMetadata().build();
+            if (writes.updateIfUnchanged(expiring).outcome() == PodWrites.Outcome.UPDATED) {
+                LOGGER.info("session pod " + name + " idle since " + PodStates.lastUsedAt(pod) + "; deleting");
+                writes.delete(name);
+            }
+        }
+    }
+
+    private void reapToolPods(Instant now) {
+        for (Pod pod : tools.pods()) {
+            if (!PodStates.isDeleting(pod)
+                    && PodStates.createdAt(pod).plus(limits.orphanedToolPodAfter()).isBefore(now)) {
+                LOGGER.warning("tool pod " + pod.getMetadata().getName() + " outlived any call; deleting");
+                writes.delete(pod.getMetadata().getName());
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        leading = false;
+        executor.shutdownNow();
+    }
+}

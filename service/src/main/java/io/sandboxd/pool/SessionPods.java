@@ -1,0 +1,247 @@
+package io.sandboxd.pool;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
+import java.util.logging.Logger;
+
+import io.sandboxd.pods.SandboxLabels;
+import io.sandboxd.pods.SnippetPodSpec;
+import io.sandboxd.sandbox.SandboxFailure;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+
+/**
+ * D4 sessions: every run with the same session id from the same project uses one dedicated pod, created on demand
+ * from the snippet pod spec in session mode, destroyed by the pool leader once idle. The pod is found by name and
+ * label from the informer, so any replica can serve a session; its name is derived from a hash of project and session
+ * id, so two replicas creating it at once collide (409) instead of making two. The key includes the project, so a
+ * session is never shared across projects. Runs of one session are serialised within a replica.
+ */
+public final class SessionPods {
+
+    private static final Logger LOGGER = Logger.getLogger(SessionPods.class.getName());
+    private static final int MAX_ATTEMPTS = 5;
+
+    private final PodCache cache;
+    private final PodWrites writes;
+    private final SnippetPodSpec spec;
+    private final PoolCounters counters;
+    private final String replicaId;
+    private final Clock clock;
+    private final Duration readyWait;
+    private final Duration lockWait;
+    private final Map<String, SessionLock> locks = new ConcurrentHashMap<>();
+
+    /**
+     * @param cache     snippet pod informer
+     * @param writes    pod writes
+     * @param spec      the snippet pod spec
+     * @param counters  counters ({@code created_total})
+     * @param replicaId this replica's id
+     * @param clock     clock
+     * @param readyWait longest wait for the session pod to be ready
+     * @param lockWait  longest wait for another run of the same session to finish
+     */
+    public SessionPods(PodCache cache, PodWrites writes, SnippetPodSpec spec, PoolCounters counters, String replicaId,
+                       Clock clock, Duration readyWait, Duration lockWait) {
+        this.cache = cache;
+        this.writes = writes;
+        this.spec = spec;
+        this.counters = counters;
+        this.replicaId = replicaId;
+        this.clock = clock;
+        this.readyWait = readyWait;
+        this.lockWait = lockWait;
+    }
+
+    /**
+     * Label-safe key of a session: SHA-256 over project and session id, 32 hex characters.
+     *
+     * @param project   project from the token
+     * @param sessionId session id from the request
+     * @return hash
+     */
+    public static String sessionHash(String project, String sessionId) {
+        try {
+            MessageDigest digest = MessageDigest.getInstance("SHA-256");
+            digest.update(project.getBytes(StandardCharsets.UTF_8));
+            digest.update((byte) 0);
+            digest.update(sessionId.getBytes(StandardCharsets.UTF_8));
+            return HexFormat.of().formatHex(digest.digest()).substring(0, 32);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * Runs {@code run} on the session's pod, creating the pod when there is none.
+     *
+     * @param project   project from the token
+     * @param agent     agent from the token
+     * @param sessionId session id
+     * @param requestId request id
+     * @param run       the run; gets the pod
+     * @param <T>       result type
+     * @return the run's result
+     */
+    public <T> T runInSession(String project, String agent, String sessionId, String requestId,
+                              Function<ClaimedPod, T> run) {
+        String hash = sessionHash(project, sessionId);
+        SessionLock lock = locks.compute(hash, (k, v) -> v == null ? new SessionLock() : v.retain());
+        try {
+            if (!lock.lock.tryLock(lockWait.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw SandboxFailure.unavailable("another run of this session is still under way, try again shortly");
+            }
+            try {
+                ClaimedPod pod = acquire(hash, project, agent, requestId);
+                try {
+                    return run.apply(pod);
+                } finally {
+                    touch(pod.name());
+                }
+            } finally {
+                lock.lock.unlock();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw SandboxFailure.unavailable(WarmPool.NO_WARM_POD);
+        } finally {
+            locks.computeIfPresent(hash, (k, v) -> v.release() ? null : v);
+        }
+    }
+
+    /**
+     * Destroys a session's pod at once (for a pod that stopped answering).
+     *
+     * @param podName pod name
+     */
+    public void discard(String podName) {
+        writes.delete(podName);
+    }
+
+    private ClaimedPod acquire(String hash, String project, String agent, String requestId)
+            throws InterruptedException {
+        String name = SnippetPodSpec.sessionPodName(hash);
+        Instant deadline = clock.instant().plus(readyWait);
+        for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+            Optional<Pod> current = cache.pod(name);
+            if (current.isPresent() && !usable(current.get(), hash)) {
+                // Expiring, finished or being deleted: wait until it is gone, then create a fresh one.
+                if (!PodStates.isDeleting(current.get())) {
+                    writes.delete(name);
+                }
+                if (cache.await(() -> cache.pod(name).isEmpty() ? Optional.of(true) : Optional.empty(),
+                                remaining(deadline)).isEmpty()) {
+                    break;
+                }
+                current = Optional.empty();
+            }
+            if (current.isEmpty()) {
+                create(hash, name, project, agent, requestId);
+            }
+            Optional<Pod> ready = cache.await(() -> cache.pod(name).filter(p -> PodStates.isReady(p)
+                    || !usable(p, hash)), remaining(deadline));
+            if (ready.isEmpty()) {
+                break;
+            }
+            if (!usable(ready.get(), hash)) {
+                continue;
+            }
+            Pod touched = markUsed(ready.get());
+            if (touched != null) {
+                String ip = touched.getStatus() != null && touched.getStatus().getPodIP() != null
+                        ? touched.getStatus().getPodIP() : ready.get().getStatus().getPodIP();
+                return new ClaimedPod(name, ip);
+            }
+        }
+        throw SandboxFailure.unavailable(WarmPool.NO_WARM_POD);
+    }
+
+    private boolean usable(Pod pod, String hash) {
+        return !PodStates.isDeleting(pod) && !PodStates.isTerminal(pod)
+                && hash.equals(PodStates.labels(pod).get(SandboxLabels.SESSION))
+                && !PodStates.annotations(pod).containsKey(SandboxLabels.EXPIRING);
+    }
+
+    private void create(String hash, String name, String project, String agent, String requestId) {
+        Map<String, String> annotations = new LinkedHashMap<>();
+        annotations.put(SandboxLabels.PROJECT_ANNOTATION, project);
+        annotations.put(SandboxLabels.AGENT_ANNOTATION, agent);
+        annotations.put(SandboxLabels.CLAIMED_AT, clock.instant().toString());
+        annotations.put(SandboxLabels.LAST_USED_AT, Long.toString(clock.millis()));
+        try {
+            writes.create(spec.sessionPod(hash, replicaId + "/" + requestId, annotations));
+            counters.podCreated();
+            LOGGER.info("created session pod " + name);
+        } catch (KubernetesClientException e) {
+            if (e.getCode() != 409) {
+                throw SandboxFailure.unavailable(WarmPool.NO_WARM_POD);
+            }
+            // Another replica created it first: use that one.
+        }
+    }
+
+    /**
+     * Records a use with a conditional update, so that it and the leader's idle mark cannot both succeed.
+     *
+     * @return the updated pod, or {@code null} when the pod was marked expiring or vanished first
+     */
+    private Pod markUsed(Pod pod) {
+        Pod base = pod;
+        for (int attempt = 0; attempt < 3 && base != null; attempt++) {
+            Pod desired = new PodBuilder(base).editMetadata()
+                    .addToAnnotations(SandboxLabels.LAST_USED_AT, Long.toString(clock.millis()))
+                    .endMetadata().build();
+            PodWrites.Update update = writes.updateIfUnchanged(desired);
+            switch (update.outcome()) {
+            case UPDATED:
+                return update.pod();
+            case GONE:
+                return null;
+            default:
+                base = writes.fetch(pod.getMetadata().getName());
+                if (base != null && PodStates.annotations(base).containsKey(SandboxLabels.EXPIRING)) {
+                    return null;
+                }
+            }
+        }
+        return null;
+    }
+
+    private void touch(String name) {
+        cache.pod(name).ifPresent(this::markUsed);
+    }
+
+    private Duration remaining(Instant deadline) {
+        Duration left = Duration.between(clock.instant(), deadline);
+        return left.isNegative() ? Duration.ZERO : left;
+    }
+
+    private static final class SessionLock {
+        private final ReentrantLock lock = new ReentrantLock();
+        private int users = 1;
+
+        SessionLock retain() {
+            users++;
+            return this;
+        }
+
+        boolean release() {
+            return --users == 0;
+        }
+    }
+}

@@ -1,0 +1,100 @@
+package io.sandboxd.run;
+
+import java.time.Duration;
+import java.util.Optional;
+import java.util.logging.Logger;
+
+import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.pool.PodCache;
+import io.sandboxd.pool.PodStates;
+import io.sandboxd.pool.PodWrites;
+import io.sandboxd.sandbox.SandboxFailure;
+import io.sandboxd.sandbox.ToolRunnerClient;
+import io.sandboxd.sandbox.ToolRunnerReply;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+
+/**
+ * Tool calls on the cluster: no pool; one pod from the agent's own image per call, created, waited for (informer
+ * events), called, and always deleted.
+ */
+public final class PodToolCaller implements ToolCaller {
+
+    private static final Logger LOGGER = Logger.getLogger(PodToolCaller.class.getName());
+
+    private final PodCache tools;
+    private final PodWrites writes;
+    private final ToolPodSpec spec;
+    private final ToolRunnerClient runner;
+    private final Duration readyTimeout;
+
+    /**
+     * @param tools        tool pod informer
+     * @param writes       pod writes
+     * @param spec         the tool pod spec
+     * @param runner       tool runner client
+     * @param readyTimeout longest wait for the pod to be ready (110 s)
+     */
+    public PodToolCaller(PodCache tools, PodWrites writes, ToolPodSpec spec, ToolRunnerClient runner,
+                         Duration readyTimeout) {
+        this.tools = tools;
+        this.writes = writes;
+        this.spec = spec;
+        this.runner = runner;
+        this.readyTimeout = readyTimeout;
+    }
+
+    @Override
+    public ToolOutcome call(ToolJob job) {
+        Pod created;
+        try {
+            created = writes.create(spec.pod(job.image(), job.caller().project(), job.caller().agent(),
+                                             job.requestId(), job.timeoutSeconds()));
+        } catch (KubernetesClientException e) {
+            throw SandboxFailure.unavailable("could not start a sandbox for this tool call: " + PodWrites.describe(e));
+        }
+        String name = created.getMetadata().getName();
+        try {
+            Pod ready = awaitReady(name, job.image());
+            ToolRunnerReply reply = runner.call(ready.getStatus().getPodIP(), job.module(), job.function(),
+                                                job.args(), job.timeoutSeconds());
+            return new ToolOutcome(name, reply.result(), reply.error());
+        } catch (SandboxFailure e) {
+            throw e.in(name);
+        } finally {
+            if (!writes.delete(name)) {
+                LOGGER.warning("tool pod " + name + " could not be deleted now; the pool leader will remove it");
+            }
+        }
+    }
+
+    private Pod awaitReady(String name, String image) {
+        Optional<Pod> ready;
+        try {
+            ready = tools.await(() -> {
+                Optional<Pod> pod = tools.pod(name);
+                if (pod.isEmpty()) {
+                    return Optional.empty();
+                }
+                Pod p = pod.get();
+                if (PodStates.isTerminal(p)) {
+                    throw SandboxFailure.unavailable("the tool sandbox did not start: the tool sandbox exited before it "
+                            + "was ready (phase " + PodStates.phase(p) + "); the agent image must contain "
+                            + "crusoe_adk.toolrunner");
+                }
+                Optional<String> hopeless = PodStates.hopelessWaitingReason(p);
+                if (hopeless.isPresent()) {
+                    throw SandboxFailure.unavailable("the tool sandbox did not start: the image \"" + image
+                            + "\" cannot be started (" + hopeless.get() + ")");
+                }
+                return PodStates.isReady(p) && p.getStatus().getPodIP() != null ? pod : Optional.empty();
+            }, readyTimeout);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            ready = Optional.empty();
+        }
+        return ready.orElseThrow(
+                () -> SandboxFailure.unavailable("timed out waiting for the tool sandbox to become ready"));
+    }
+}

@@ -1,0 +1,87 @@
+package io.sandboxd.run;
+
+import java.time.Duration;
+
+import io.sandboxd.pool.ClaimedPod;
+import io.sandboxd.pool.PoolCounters;
+import io.sandboxd.pool.SessionPods;
+import io.sandboxd.pool.WarmPool;
+import io.sandboxd.sandbox.ExecutorClient;
+import io.sandboxd.sandbox.ExecutorReply;
+import io.sandboxd.sandbox.SandboxFailure;
+
+/**
+ * Snippet runs on the cluster: a single-use pod from the warm pool, destroyed after the run; or, with a session id,
+ * the session's own pod, kept for the next run.
+ */
+public final class PooledSnippetRunner implements SnippetRunner, PoolStatusSource {
+
+    private final WarmPool pool;
+    private final SessionPods sessions;
+    private final ExecutorClient executor;
+    private final PoolCounters counters;
+    private final int target;
+    private final Duration warmWait;
+
+    /**
+     * @param pool     warm pool
+     * @param sessions session pods
+     * @param executor executor client
+     * @param counters counters
+     * @param target   pool target (reported)
+     * @param warmWait longest wait for a warm pod
+     */
+    public PooledSnippetRunner(WarmPool pool, SessionPods sessions, ExecutorClient executor, PoolCounters counters,
+                               int target, Duration warmWait) {
+        this.pool = pool;
+        this.sessions = sessions;
+        this.executor = executor;
+        this.counters = counters;
+        this.target = target;
+        this.warmWait = warmWait;
+    }
+
+    @Override
+    public SnippetOutcome run(SnippetJob job) {
+        counters.runStarted();
+        try {
+            if (job.sessionId().isPresent()) {
+                return sessions.runInSession(job.caller().project(), job.caller().agent(), job.sessionId().get(),
+                                             job.requestId(), pod -> runOnSessionPod(pod, job));
+            }
+            ClaimedPod pod = pool.claim(job.requestId(), job.caller().project(), warmWait);
+            try {
+                return new SnippetOutcome(pod.name(), execute(pod, job));
+            } finally {
+                pool.release(pod.name());
+            }
+        } finally {
+            counters.runEnded();
+        }
+    }
+
+    private SnippetOutcome runOnSessionPod(ClaimedPod pod, SnippetJob job) {
+        try {
+            return new SnippetOutcome(pod.name(), execute(pod, job));
+        } catch (SandboxFailure e) {
+            if (e.getMessage().startsWith(ExecutorClient.TRANSPORT_FAILURE)) {
+                // The interpreter is gone or hung: start the session afresh next time.
+                sessions.discard(pod.name());
+            }
+            throw e;
+        }
+    }
+
+    private ExecutorReply execute(ClaimedPod pod, SnippetJob job) {
+        try {
+            return executor.run(pod.ip(), job.code(), job.timeoutSeconds(), job.files());
+        } catch (SandboxFailure e) {
+            throw e.in(pod.name());
+        }
+    }
+
+    @Override
+    public PoolStatus status() {
+        return new PoolStatus(pool.warmCount(), target, counters.inFlight(), counters.createdTotal());
+    }
+}

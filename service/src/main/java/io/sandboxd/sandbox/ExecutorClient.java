@@ -1,0 +1,129 @@
+package io.sandboxd.sandbox;
+
+import java.io.IOException;
+import java.net.http.HttpClient;
+import java.time.Duration;
+import java.util.List;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+/**
+ * Client of the snippet executor in a sandbox pod ({@code POST http://<podIP>:8080/run}). Turns every outcome into
+ * either an {@link ExecutorReply} or a {@link SandboxFailure} carrying the contract's 502 message.
+ */
+public final class ExecutorClient {
+
+    /** Extra seconds on top of the snippet timeout: the executor itself enforces the timeout and then answers. */
+    public static final Duration DEADLINE_MARGIN = Duration.ofSeconds(10);
+    /** Prefix of the 502 message when the pod could not be reached or did not answer. */
+    public static final String TRANSPORT_FAILURE = "sandbox execution failed: ";
+
+    private static final Logger LOGGER = Logger.getLogger(ExecutorClient.class.getName());
+
+    private final PodHttp http;
+    private final ObjectMapper json;
+    private final long maxReplyBytes;
+    private final int port;
+
+    /**
+     * @param client        HTTP client (shared)
+     * @param json          object mapper
+     * @param maxReplyBytes hard cap on the executor's reply
+     * @param port          executor port (8080)
+     */
+    public ExecutorClient(HttpClient client, ObjectMapper json, long maxReplyBytes, int port) {
+        this.http = new PodHttp(client);
+        this.json = json;
+        this.maxReplyBytes = maxReplyBytes;
+        this.port = port;
+    }
+
+    /**
+     * Client with the default HTTP client and port 8080.
+     *
+     * @param json          object mapper
+     * @param maxReplyBytes hard cap on the executor's reply
+     * @return client
+     */
+    public static ExecutorClient create(ObjectMapper json, long maxReplyBytes) {
+        return new ExecutorClient(PodHttp.defaultClient(), json, maxReplyBytes, PodHttp.POD_PORT);
+    }
+
+    /**
+     * Reply cap that fits the executor's own caps: two streams of JSON-escaped text (up to 6 bytes per byte for
+     * control characters), the files in base64, and some room for the envelope.
+     *
+     * @param maxOutputBytes per-stream cap in the pod
+     * @param maxFilesBytes  total files cap in the pod
+     * @return cap in bytes
+     */
+    public static long replyCap(long maxOutputBytes, long maxFilesBytes) {
+        return 12 * maxOutputBytes + (maxFilesBytes * 4 / 3 + 4) + 1_048_576L;
+    }
+
+    /**
+     * Runs a snippet.
+     *
+     * @param podIp          pod address
+     * @param code           Python source
+     * @param timeoutSeconds snippet timeout
+     * @param files          input files
+     * @return the executor's reply
+     * @throws SandboxFailure with a contract 502 message
+     */
+    public ExecutorReply run(String podIp, String code, int timeoutSeconds, List<SandboxFile> files) {
+        ObjectNode body = json.createObjectNode();
+        body.put("code", code);
+        body.put("timeout_s", timeoutSeconds);
+        ArrayNode array = body.putArray("files");
+        for (SandboxFile file : files) {
+            array.addObject().put("path", file.path()).put("content_b64", file.contentB64());
+        }
+        byte[] payload;
+        try {
+            payload = json.writeValueAsBytes(body);
+        } catch (JsonProcessingException e) {
+            throw SandboxFailure.badGateway("sandbox execution failed: " + SandboxFailure.describe(e), e);
+        }
+
+        Duration deadline = Duration.ofSeconds(timeoutSeconds).plus(DEADLINE_MARGIN);
+        PodHttp.Reply reply;
+        try {
+            reply = http.post(PodHttp.uri(podIp, port, "/run"), payload, deadline, maxReplyBytes);
+        } catch (PodHttp.NoReply e) {
+            if (e.tooLarge()) {
+                LOGGER.log(Level.WARNING, "executor reply over the cap of " + maxReplyBytes + " bytes");
+                throw SandboxFailure.badGateway("invalid response from sandbox pod", e);
+            }
+            throw SandboxFailure.badGateway(TRANSPORT_FAILURE + e.getMessage(), e);
+        }
+        return interpret(reply);
+    }
+
+    ExecutorReply interpret(PodHttp.Reply reply) {
+        if (reply.status() < 200 || reply.status() > 299) {
+            throw SandboxFailure.badGateway("sandbox pod returned HTTP " + reply.status() + ": "
+                                                    + PodHttp.errorDetail(json, reply.body()));
+        }
+        try {
+            return ExecutorReply.from(parse(reply.body()));
+        } catch (IOException | IllegalArgumentException e) {
+            LOGGER.log(Level.WARNING, "executor reply not usable: " + SandboxFailure.describe(e));
+            throw SandboxFailure.badGateway("invalid response from sandbox pod", e);
+        }
+    }
+
+    private JsonNode parse(byte[] body) throws IOException {
+        JsonNode node = json.readTree(body);
+        if (node == null || node.isMissingNode()) {
+            throw new IllegalArgumentException("empty reply");
+        }
+        return node;
+    }
+}

@@ -1,0 +1,129 @@
+package io.sandboxd.sandbox;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * One JSON POST to the HTTP server inside a sandbox pod ({@code http://<podIP>:8080}), with an overall deadline and a
+ * cap on the reply. Outcomes are explicit: a reply (any status), a transport failure, a timeout, or an over-long reply.
+ */
+final class PodHttp {
+
+    /** Port of the in-pod HTTP server (executor and tool runner). */
+    static final int POD_PORT = 8080;
+
+    /** What came back from the pod. */
+    record Reply(int status, byte[] body) {
+    }
+
+    /** Why no reply came back. */
+    static final class NoReply extends Exception {
+        private static final long serialVersionUID = 1L;
+        private final boolean timedOut;
+        private final boolean tooLarge;
+
+        NoReply(String message, Throwable cause, boolean timedOut, boolean tooLarge) {
+            super(message, cause);
+            this.timedOut = timedOut;
+            this.tooLarge = tooLarge;
+        }
+
+        boolean timedOut() {
+            return timedOut;
+        }
+
+        boolean tooLarge() {
+            return tooLarge;
+        }
+    }
+
+    private static final int MAX_DETAIL_CHARS = 1024;
+
+    private final HttpClient client;
+
+    PodHttp(HttpClient client) {
+        this.client = client;
+    }
+
+    static HttpClient defaultClient() {
+        return HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .followRedirects(HttpClient.Redirect.NEVER)
+                .connectTimeout(Duration.ofSeconds(5))
+                .build();
+    }
+
+    static URI uri(String podIp, int port, String path) {
+        String host = podIp.contains(":") && !podIp.startsWith("[") ? "[" + podIp + "]" : podIp;
+        return URI.create("http://" + host + ":" + port + path);
+    }
+
+    Reply post(URI uri, byte[] json, Duration deadline, long maxReplyBytes) throws NoReply {
+        HttpRequest request = HttpRequest.newBuilder(uri)
+                .timeout(deadline)
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofByteArray(json))
+                .build();
+        CompletableFuture<HttpResponse<byte[]>> future = client.sendAsync(request, CappedBody.handler(maxReplyBytes));
+        try {
+            HttpResponse<byte[]> response = future.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
+            return new Reply(response.statusCode(), response.body());
+        } catch (TimeoutException e) {
+            future.cancel(true);
+            throw new NoReply("no reply within " + deadline.toSeconds() + "s", e, true, false);
+        } catch (InterruptedException e) {
+            future.cancel(true);
+            Thread.currentThread().interrupt();
+            throw new NoReply("interrupted", e, false, false);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            if (hasCause(cause, CappedBody.TooLarge.class)) {
+                throw new NoReply(SandboxFailure.describe(cause), cause, false, true);
+            }
+            if (hasCause(cause, java.net.http.HttpTimeoutException.class)) {
+                throw new NoReply("no reply within " + deadline.toSeconds() + "s", cause, true, false);
+            }
+            if (cause instanceof IOException || cause instanceof RuntimeException) {
+                throw new NoReply(SandboxFailure.describe(cause), cause, false, false);
+            }
+            throw new NoReply(SandboxFailure.describe(cause), cause, false, false);
+        }
+    }
+
+    private static boolean hasCause(Throwable t, Class<? extends Throwable> type) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (type.isInstance(c)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The pod's {@code error} field, or a bounded excerpt of the body when it has none.
+     */
+    static String errorDetail(com.fasterxml.jackson.databind.ObjectMapper json, byte[] body) {
+        try {
+            com.fasterxml.jackson.databind.JsonNode node = json.readTree(body);
+            if (node != null && node.path("error").isTextual()) {
+                return node.get("error").textValue();
+            }
+        } catch (IOException | RuntimeException e) {
+            // not JSON: fall through to the raw excerpt
+        }
+        String text = new String(body, java.nio.charset.StandardCharsets.UTF_8).strip();
+        if (text.isEmpty()) {
+            return "no detail";
+        }
+        return text.length() > MAX_DETAIL_CHARS ? text.substring(0, MAX_DETAIL_CHARS) + "..." : text;
+    }
+}

@@ -1,0 +1,103 @@
+package io.sandboxd.sandbox;
+
+import java.io.IOException;
+import java.net.http.HttpClient;
+import java.time.Duration;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+/**
+ * Client of {@code crusoe_adk.toolrunner} in a tool pod ({@code POST http://<podIP>:8080/call}).
+ */
+public final class ToolRunnerClient {
+
+    private static final Logger LOGGER = Logger.getLogger(ToolRunnerClient.class.getName());
+
+    private final PodHttp http;
+    private final ObjectMapper json;
+    private final long maxReplyBytes;
+    private final int port;
+
+    /**
+     * @param client        HTTP client (shared)
+     * @param json          object mapper
+     * @param maxReplyBytes hard cap on the runner's reply (8 MiB by contract)
+     * @param port          runner port (8080)
+     */
+    public ToolRunnerClient(HttpClient client, ObjectMapper json, long maxReplyBytes, int port) {
+        this.http = new PodHttp(client);
+        this.json = json;
+        this.maxReplyBytes = maxReplyBytes;
+        this.port = port;
+    }
+
+    /**
+     * Client with the default HTTP client and port 8080.
+     *
+     * @param json          object mapper
+     * @param maxReplyBytes hard cap on the runner's reply
+     * @return client
+     */
+    public static ToolRunnerClient create(ObjectMapper json, long maxReplyBytes) {
+        return new ToolRunnerClient(PodHttp.defaultClient(), json, maxReplyBytes, PodHttp.POD_PORT);
+    }
+
+    /**
+     * Calls one tool function.
+     *
+     * @param podIp          pod address
+     * @param module         Python module
+     * @param function       function name
+     * @param args           keyword arguments
+     * @param timeoutSeconds the call's timeout
+     * @return the runner's reply
+     * @throws SandboxFailure with a contract 502 message
+     */
+    public ToolRunnerReply call(String podIp, String module, String function, ObjectNode args, int timeoutSeconds) {
+        ObjectNode body = json.createObjectNode();
+        body.put("module", module);
+        body.put("function", function);
+        body.set("args", args);
+        byte[] payload;
+        try {
+            payload = json.writeValueAsBytes(body);
+        } catch (JsonProcessingException e) {
+            throw SandboxFailure.badGateway("tool execution failed: " + SandboxFailure.describe(e), e);
+        }
+        PodHttp.Reply reply;
+        try {
+            reply = http.post(PodHttp.uri(podIp, port, "/call"), payload, Duration.ofSeconds(timeoutSeconds),
+                              maxReplyBytes);
+        } catch (PodHttp.NoReply e) {
+            if (e.tooLarge()) {
+                LOGGER.log(Level.WARNING, "tool runner reply over the cap of " + maxReplyBytes + " bytes");
+                throw SandboxFailure.badGateway("invalid response from the tool sandbox", e);
+            }
+            if (e.timedOut()) {
+                throw SandboxFailure.badGateway("tool execution failed: the tool did not finish within "
+                                                        + timeoutSeconds + "s", e);
+            }
+            throw SandboxFailure.badGateway("tool execution failed: " + e.getMessage(), e);
+        }
+        return interpret(reply);
+    }
+
+    ToolRunnerReply interpret(PodHttp.Reply reply) {
+        if (reply.status() < 200 || reply.status() > 299) {
+            throw SandboxFailure.badGateway("tool execution failed: the tool runner returned HTTP " + reply.status()
+                                                    + ": " + PodHttp.errorDetail(json, reply.body()));
+        }
+        try {
+            JsonNode node = json.readTree(reply.body());
+            return ToolRunnerReply.from(node);
+        } catch (IOException | IllegalArgumentException e) {
+            LOGGER.log(Level.WARNING, "tool runner reply not usable: " + SandboxFailure.describe(e));
+            throw SandboxFailure.badGateway("invalid response from the tool sandbox", e);
+        }
+    }
+}

@@ -1,0 +1,81 @@
+package io.sandboxd.config;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class SandboxConfigTest {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void classpathDefaultsAreTheContractDefaults() {
+        SandboxConfig config = SandboxConfig.from(ConfigLoader.load(null).get("sandbox"));
+        assertEquals("cai-sandbox", config.namespace());
+        assertEquals("sandboxd.local/snippet-sandbox:dev", config.snippet().image());
+        assertEquals(3, config.snippet().poolTarget());
+        assertEquals(20, config.snippet().defaultTimeoutSeconds());
+        assertEquals(60, config.snippet().maxTimeoutSeconds());
+        assertEquals(30, config.snippet().warmWaitSeconds());
+        assertEquals(new ResourceSettings("1", "512Mi", "256Mi"), config.snippet().limits());
+        assertEquals(1_048_576, config.snippet().maxOutputBytes());
+        assertEquals(300, config.snippet().sessionIdleSeconds());
+        assertEquals(120, config.tool().maxTimeoutSeconds());
+        assertEquals(110, config.tool().readyTimeoutSeconds());
+        assertEquals(1_048_576, config.tool().maxRequestBytes());
+        assertEquals(8_388_608, config.tool().maxResponseBytes());
+        assertEquals(new ResourceSettings("2", "1Gi", "512Mi"), config.tool().limits());
+        assertEquals("RuntimeDefault", config.security().seccompProfileType());
+        assertEquals("", config.security().runtimeClassName());
+        assertEquals(Path.of("/etc/sandboxd/keys"), config.tokens().keysDir());
+        assertEquals("sandboxd", config.tokens().audience());
+        assertEquals("", config.tokens().issuer());
+    }
+
+    @Test
+    void theOperatorsFileOverridesTheDefaults() throws Exception {
+        Path file = Files.writeString(dir.resolve("application.yaml"), """
+                sandbox:
+                  namespace: other-sandbox
+                  snippet:
+                    poolTarget: 5
+                    maxTimeoutSeconds: 90
+                    limits: {memory: 256Mi}
+                  security:
+                    seccompProfileType: Localhost
+                    seccompLocalhostProfile: sandboxd/sandbox-strict.json
+                    runtimeClassName: gvisor
+                """);
+        SandboxConfig config = SandboxConfig.from(ConfigLoader.load(file.toString()).get("sandbox"));
+        assertEquals("other-sandbox", config.namespace());
+        assertEquals(5, config.snippet().poolTarget());
+        assertEquals(90, config.snippet().maxTimeoutSeconds());
+        assertEquals("256Mi", config.snippet().limits().memory());
+        assertEquals("1", config.snippet().limits().cpu());
+        assertEquals(20, config.snippet().defaultTimeoutSeconds());
+        assertEquals("Localhost", config.security().seccompProfileType());
+        assertEquals("gvisor", config.security().runtimeClassName());
+    }
+
+    @Test
+    void unsafeOrInconsistentSettingsAreRefusedAtStartup() throws Exception {
+        Path unconfined = Files.writeString(dir.resolve("a.yaml"), "sandbox: {security: {seccompProfileType: Unconfined}}");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> SandboxConfig.from(ConfigLoader.load(unconfined.toString()).get("sandbox")));
+        assertTrue(e.getMessage().contains("never run unconfined"), e.getMessage());
+        Path noProfile = Files.writeString(dir.resolve("b.yaml"), "sandbox: {security: {seccompProfileType: Localhost}}");
+        assertThrows(IllegalArgumentException.class,
+                     () -> SandboxConfig.from(ConfigLoader.load(noProfile.toString()).get("sandbox")));
+        Path badTimeout = Files.writeString(dir.resolve("c.yaml"), "sandbox: {snippet: {defaultTimeoutSeconds: 90}}");
+        assertThrows(IllegalArgumentException.class,
+                     () -> SandboxConfig.from(ConfigLoader.load(badTimeout.toString()).get("sandbox")));
+        assertThrows(IllegalArgumentException.class, () -> ConfigLoader.load(dir.resolve("missing.yaml").toString()));
+    }
+}

@@ -1,0 +1,161 @@
+package io.sandboxd.pods;
+
+import io.sandboxd.TestSettings;
+import java.util.List;
+import java.util.Map;
+
+import io.sandboxd.config.SecuritySettings;
+
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodSpec;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.Volume;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class PodSpecTest {
+
+
+    @Test
+    void poolPodIsHardened() {
+        Pod pod = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT).poolPod();
+        assertEquals("sandbox-", pod.getMetadata().getGenerateName());
+        assertNull(pod.getMetadata().getName());
+        assertEquals("cai-sandbox", pod.getMetadata().getNamespace());
+        assertEquals(Map.of("app.kubernetes.io/managed-by", "sandboxd", "sandboxd.io/kind", "snippet",
+                            "sandboxd.io/state", "warm"), pod.getMetadata().getLabels());
+        PodSpec spec = pod.getSpec();
+        assertHardened(spec, "RuntimeDefault", null);
+        assertEquals("None", spec.getDnsPolicy());
+        assertEquals(List.of("127.0.0.1"), spec.getDnsConfig().getNameservers());
+        assertNull(spec.getRuntimeClassName());
+
+        Container c = spec.getContainers().get(0);
+        assertEquals("sandboxd.local/snippet-sandbox:dev", c.getImage());
+        assertEquals(List.of("python3", "-m", "sandbox_executor"), c.getCommand());
+        assertEquals("executor", c.getPorts().get(0).getName());
+        assertEquals(8080, c.getPorts().get(0).getContainerPort());
+        assertEquals("/healthz", c.getReadinessProbe().getHttpGet().getPath());
+        assertEquals(1, c.getReadinessProbe().getPeriodSeconds());
+        assertEquals(new Quantity("1"), c.getResources().getLimits().get("cpu"));
+        assertEquals(new Quantity("512Mi"), c.getResources().getLimits().get("memory"));
+        assertEquals(new Quantity("256Mi"), c.getResources().getLimits().get("ephemeral-storage"));
+        assertEquals(new Quantity("50m"), c.getResources().getRequests().get("cpu"));
+        assertEquals("1048576", env(c, "SANDBOX_MAX_OUTPUT_BYTES"));
+        assertEquals("8388608", env(c, "SANDBOX_MAX_FILES_BYTES"));
+        assertEquals("/workspace", env(c, "SANDBOX_WORKDIR"));
+        assertNull(env(c, "SANDBOX_SESSION"));
+
+        Volume workspace = volume(spec, "workspace");
+        assertEquals(new Quantity("64Mi"), workspace.getEmptyDir().getSizeLimit());
+        assertNull(workspace.getEmptyDir().getMedium());
+        assertEquals(new Quantity("16Mi"), volume(spec, "tmp").getEmptyDir().getSizeLimit());
+        assertTrue(c.getVolumeMounts().stream().anyMatch(m -> m.getMountPath().equals("/workspace")));
+        assertTrue(c.getVolumeMounts().stream().anyMatch(m -> m.getMountPath().equals("/tmp")));
+    }
+
+    @Test
+    void localhostSeccompAndRuntimeClassAreApplied() {
+        SecuritySettings strict = new SecuritySettings("Localhost", "sandboxd/sandbox-strict.json", "gvisor");
+        Pod pod = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, strict).poolPod();
+        assertHardened(pod.getSpec(), "Localhost", "sandboxd/sandbox-strict.json");
+        assertEquals("gvisor", pod.getSpec().getRuntimeClassName());
+    }
+
+    @Test
+    void sessionPodIsNamedAfterItsHashAndRunsInSessionMode() {
+        Pod pod = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT)
+                .sessionPod("0123456789abcdef0123456789abcdef", "replica-1/req-1", Map.of("sandboxd.io/project", "p"));
+        assertEquals("sandbox-s-0123456789abcdef0123456789abcdef", pod.getMetadata().getName());
+        assertNull(pod.getMetadata().getGenerateName());
+        assertEquals("0123456789abcdef0123456789abcdef", pod.getMetadata().getLabels().get("sandboxd.io/session"));
+        assertEquals("claimed", pod.getMetadata().getLabels().get("sandboxd.io/state"));
+        assertEquals("snippet", pod.getMetadata().getLabels().get("sandboxd.io/kind"));
+        assertEquals("replica-1/req-1", pod.getMetadata().getAnnotations().get("sandboxd.io/claimed-by"));
+        assertEquals("true", env(pod.getSpec().getContainers().get(0), "SANDBOX_SESSION"));
+        assertHardened(pod.getSpec(), "RuntimeDefault", null);
+        assertEquals("None", pod.getSpec().getDnsPolicy());
+    }
+
+    @Test
+    void toolPodIsHardenedAndGetsDns() {
+        Pod pod = new ToolPodSpec("cai-sandbox", TestSettings.TOOL, TestSettings.RUNTIME_DEFAULT)
+                .pod("localhost:30500/agents/my-agent:abc123", "Team Blue/Prod!", "analyst", "req-7", 30);
+        assertEquals("tool-", pod.getMetadata().getGenerateName());
+        assertEquals("tool", pod.getMetadata().getLabels().get("sandboxd.io/kind"));
+        assertEquals("sandboxd", pod.getMetadata().getLabels().get("app.kubernetes.io/managed-by"));
+        assertEquals("Team-Blue-Prod", pod.getMetadata().getLabels().get("sandboxd.io/project"));
+        assertEquals("Team Blue/Prod!", pod.getMetadata().getAnnotations().get("sandboxd.io/project"));
+        assertFalse(pod.getMetadata().getLabels().containsKey("sandboxd.io/state"));
+        PodSpec spec = pod.getSpec();
+        assertHardened(spec, "RuntimeDefault", null);
+        assertEquals("ClusterFirst", spec.getDnsPolicy());
+        assertNull(spec.getDnsConfig());
+        assertEquals(110L + 30L + 60L, spec.getActiveDeadlineSeconds());
+        Container c = spec.getContainers().get(0);
+        assertEquals("localhost:30500/agents/my-agent:abc123", c.getImage());
+        assertEquals(List.of("python3", "-m", "crusoe_adk.toolrunner"), c.getCommand());
+        assertEquals(8080, c.getPorts().get(0).getContainerPort());
+        assertEquals("/healthz", c.getReadinessProbe().getHttpGet().getPath());
+        assertEquals(new Quantity("2"), c.getResources().getLimits().get("cpu"));
+        assertEquals(new Quantity("1Gi"), c.getResources().getLimits().get("memory"));
+        assertEquals(new Quantity("512Mi"), c.getResources().getLimits().get("ephemeral-storage"));
+    }
+
+    @Test
+    void labelValuesAreSanitised() {
+        assertEquals("abc", SandboxLabels.labelValue("abc"));
+        assertEquals("a-b", SandboxLabels.labelValue("-a b-"));
+        assertEquals("", SandboxLabels.labelValue("///"));
+        assertEquals(63, SandboxLabels.labelValue("x".repeat(100)).length());
+    }
+
+    private static void assertHardened(PodSpec spec, String seccompType, String localhostProfile) {
+        assertEquals("Never", spec.getRestartPolicy());
+        assertEquals(Boolean.FALSE, spec.getAutomountServiceAccountToken());
+        assertEquals(Boolean.FALSE, spec.getEnableServiceLinks());
+        assertEquals(0L, spec.getTerminationGracePeriodSeconds());
+        assertEquals(Boolean.FALSE, spec.getHostNetwork());
+        assertEquals(65532L, spec.getSecurityContext().getRunAsUser());
+        assertEquals(65532L, spec.getSecurityContext().getRunAsGroup());
+        assertEquals(65532L, spec.getSecurityContext().getFsGroup());
+        assertEquals(Boolean.TRUE, spec.getSecurityContext().getRunAsNonRoot());
+        assertEquals(seccompType, spec.getSecurityContext().getSeccompProfile().getType());
+        assertEquals(localhostProfile, spec.getSecurityContext().getSeccompProfile().getLocalhostProfile());
+        assertEquals(1, spec.getContainers().size());
+        assertTrue(spec.getInitContainers() == null || spec.getInitContainers().isEmpty());
+        Container c = spec.getContainers().get(0);
+        assertEquals("IfNotPresent", c.getImagePullPolicy());
+        assertEquals(Boolean.FALSE, c.getSecurityContext().getAllowPrivilegeEscalation());
+        assertEquals(Boolean.FALSE, c.getSecurityContext().getPrivileged());
+        assertEquals(Boolean.TRUE, c.getSecurityContext().getReadOnlyRootFilesystem());
+        assertEquals(Boolean.TRUE, c.getSecurityContext().getRunAsNonRoot());
+        assertEquals(List.of("ALL"), c.getSecurityContext().getCapabilities().getDrop());
+        assertTrue(c.getSecurityContext().getCapabilities().getAdd() == null
+                           || c.getSecurityContext().getCapabilities().getAdd().isEmpty());
+        assertEquals(seccompType, c.getSecurityContext().getSeccompProfile().getType());
+        for (String resource : List.of("cpu", "memory", "ephemeral-storage")) {
+            assertTrue(c.getResources().getLimits().containsKey(resource), resource);
+            assertTrue(c.getResources().getRequests().containsKey(resource), resource);
+        }
+        for (Volume v : spec.getVolumes()) {
+            assertTrue(v.getEmptyDir() != null && v.getEmptyDir().getSizeLimit() != null,
+                       "only size-limited emptyDirs: " + v.getName());
+        }
+    }
+
+    private static String env(Container c, String name) {
+        return c.getEnv().stream().filter(e -> e.getName().equals(name)).map(EnvVar::getValue).findFirst()
+                .orElse(null);
+    }
+
+    private static Volume volume(PodSpec spec, String name) {
+        return spec.getVolumes().stream().filter(v -> v.getName().equals(name)).findFirst().orElseThrow();
+    }
+}

@@ -1,0 +1,281 @@
+package io.sandboxd.pool;
+
+import io.sandboxd.TestSettings;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.pods.SandboxLabels;
+import io.sandboxd.pods.SnippetPodSpec;
+import io.sandboxd.sandbox.SandboxFailure;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The pool against fabric8's mock API server in CRUD mode, which applies resourceVersion preconditions like the real
+ * one: claims race, exactly one replica wins each pod.
+ */
+@EnableKubernetesMockClient(crud = true)
+class WarmPoolTest {
+
+    static final String NS = "cai-sandbox";
+
+    KubernetesClient client;
+    private final List<PodCache> caches = new ArrayList<>();
+    private ExecutorService threads;
+
+    @BeforeEach
+    void setUp() {
+        threads = Executors.newFixedThreadPool(8);
+    }
+
+    @AfterEach
+    void tearDown() {
+        threads.shutdownNow();
+        caches.forEach(PodCache::close);
+    }
+
+    @Test
+    void aStaleResourceVersionIsAConflict() {
+        Pod pod = readyWarmPod("sandbox-stale");
+        PodWrites writes = new PodWrites(client, NS);
+        Pod first = new PodBuilder(pod).editMetadata().addToAnnotations("a", "1").endMetadata().build();
+        assertEquals(PodWrites.Outcome.UPDATED, writes.updateIfUnchanged(first).outcome());
+        Pod second = new PodBuilder(pod).editMetadata().addToAnnotations("b", "2").endMetadata().build();
+        assertEquals(PodWrites.Outcome.CONFLICT, writes.updateIfUnchanged(second).outcome());
+    }
+
+    @Test
+    void exactlyOneOfTwoReplicasWinsTheLastWarmPod() throws Exception {
+        readyWarmPod("sandbox-only");
+        WarmPool a = pool("replica-a");
+        WarmPool b = pool("replica-b");
+        awaitWarm(1);
+
+        CountDownLatch start = new CountDownLatch(1);
+        Future<Object> fa = threads.submit(claim(a, "req-a", start));
+        Future<Object> fb = threads.submit(claim(b, "req-b", start));
+        start.countDown();
+        Object ra = fa.get(10, TimeUnit.SECONDS);
+        Object rb = fb.get(10, TimeUnit.SECONDS);
+
+        List<Object> results = List.of(ra, rb);
+        long wins = results.stream().filter(ClaimedPod.class::isInstance).count();
+        assertEquals(1, wins, "results: " + results);
+        SandboxFailure loss = (SandboxFailure) results.stream().filter(SandboxFailure.class::isInstance).findFirst()
+                .orElseThrow();
+        assertEquals(503, loss.status());
+        assertEquals("no warm sandbox pod available, try again shortly", loss.getMessage());
+
+        Pod stored = client.pods().inNamespace(NS).withName("sandbox-only").get();
+        assertEquals("claimed", stored.getMetadata().getLabels().get(SandboxLabels.STATE));
+        String winner = ra instanceof ClaimedPod ? "replica-a/req-a" : "replica-b/req-b";
+        assertEquals(winner, stored.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY));
+        assertNotNull(stored.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_AT));
+    }
+
+    @Test
+    void concurrentClaimsFromTwoReplicasGetDistinctPods() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            readyWarmPod("sandbox-p" + i);
+        }
+        WarmPool a = pool("replica-a");
+        WarmPool b = pool("replica-b");
+        awaitWarm(3);
+
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<Object>> futures = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            futures.add(threads.submit(claim(i % 2 == 0 ? a : b, "req-" + i, start)));
+        }
+        start.countDown();
+        Set<String> claimed = new HashSet<>();
+        int failures = 0;
+        for (Future<Object> f : futures) {
+            Object r = f.get(15, TimeUnit.SECONDS);
+            if (r instanceof ClaimedPod pod) {
+                assertTrue(claimed.add(pod.name()), "pod handed out twice: " + pod.name());
+            } else {
+                failures++;
+            }
+        }
+        assertEquals(Set.of("sandbox-p0", "sandbox-p1", "sandbox-p2"), claimed);
+        assertEquals(3, failures);
+    }
+
+    @Test
+    void aWaitingClaimIsWokenWhenAPodBecomesWarm() throws Exception {
+        WarmPool a = pool("replica-a");
+        CountDownLatch start = new CountDownLatch(1);
+        Future<Object> waiting = threads.submit(() -> {
+            start.countDown();
+            try {
+                return a.claim("req-w", "proj", Duration.ofSeconds(10));
+            } catch (SandboxFailure e) {
+                return e;
+            }
+        });
+        start.await();
+        Thread.sleep(300);
+        readyWarmPod("sandbox-late");
+        Object result = waiting.get(10, TimeUnit.SECONDS);
+        assertEquals(new ClaimedPod("sandbox-late", "10.0.0.9"), result);
+    }
+
+    @Test
+    void podsThatAreNotReadyOrNotWarmAreNeverHandedOut() throws Exception {
+        client.pods().inNamespace(NS).resource(new PodBuilder(poolPod("sandbox-starting"))
+                                                       .withNewStatus().withPhase("Pending").endStatus().build())
+                .create();
+        Pod claimed = readyWarmPod("sandbox-claimed");
+        client.pods().inNamespace(NS).resource(new PodBuilder(claimed).editMetadata()
+                                                       .addToLabels(SandboxLabels.STATE, "claimed").endMetadata()
+                                                       .build()).update();
+        WarmPool a = pool("replica-a");
+        SandboxFailure e = assertThrows(SandboxFailure.class, () -> a.claim("req", "p", Duration.ofMillis(800)));
+        assertEquals(503, e.status());
+        assertEquals(0, a.warmCount());
+    }
+
+    @Test
+    void releaseDeletesThePod() throws Exception {
+        readyWarmPod("sandbox-used");
+        WarmPool a = pool("replica-a");
+        awaitWarm(1);
+        ClaimedPod pod = a.claim("req", "p", Duration.ofSeconds(5));
+        a.release(pod.name());
+        assertNull(client.pods().inNamespace(NS).withName("sandbox-used").get());
+    }
+
+    @Test
+    void reconcilerFillsThePoolToItsTargetAndNoFurther() throws Exception {
+        PodCache snippets = cache();
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        caches.add(tools);
+        PoolCounters counters = new PoolCounters();
+        PoolReconciler reconciler = new PoolReconciler(
+                snippets, tools, new PodWrites(client, NS),
+                new SnippetPodSpec(NS, TestSettings.SNIPPET, new SecuritySettings("RuntimeDefault", "", "")), counters,
+                PoolReconciler.Limits.of(3, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
+                                         Duration.ofSeconds(120), Duration.ofSeconds(300)),
+                "replica-a", Clock.systemUTC());
+        try {
+            awaitSynced(snippets);
+            awaitSynced(tools);
+            reconciler.reconcile();
+            assertEquals(0, snippetPods().size(), "a replica that does not lead creates nothing");
+            reconciler.leading(true);
+            for (int i = 0; i < 5; i++) {
+                reconciler.reconcile();
+            }
+            snippets.await(() -> snippets.pods().size() == 3 ? Optional.of(true) : Optional.empty(),
+                           Duration.ofSeconds(5));
+            for (int i = 0; i < 5; i++) {
+                reconciler.reconcile();
+            }
+            List<Pod> pods = snippetPods();
+            assertEquals(3, pods.size(), "pool overshoot or undershoot");
+            assertEquals(3, counters.createdTotal());
+            for (Pod pod : pods) {
+                assertTrue(pod.getMetadata().getName().startsWith("sandbox-"), pod.getMetadata().getName());
+                assertEquals("warm", pod.getMetadata().getLabels().get(SandboxLabels.STATE));
+            }
+
+            // A used pod is deleted: the pool refills to the target.
+            client.pods().inNamespace(NS).withName(pods.get(0).getMetadata().getName()).delete();
+            snippets.await(() -> snippets.pods().size() == 2 ? Optional.of(true) : Optional.empty(),
+                           Duration.ofSeconds(5));
+            reconciler.reconcile();
+            snippets.await(() -> snippets.pods().size() == 3 ? Optional.of(true) : Optional.empty(),
+                           Duration.ofSeconds(5));
+            assertEquals(3, snippetPods().size());
+            assertEquals(4, counters.createdTotal());
+        } finally {
+            reconciler.close();
+        }
+    }
+
+    // ---- helpers ----
+
+    private List<Pod> snippetPods() {
+        return client.pods().inNamespace(NS).withLabels(SandboxLabels.snippetSelector()).list().getItems();
+    }
+
+    private Callable<Object> claim(WarmPool pool, String requestId, CountDownLatch start) {
+        return () -> {
+            start.await();
+            try {
+                return pool.claim(requestId, "proj", Duration.ofSeconds(2));
+            } catch (SandboxFailure e) {
+                return e;
+            }
+        };
+    }
+
+    private WarmPool pool(String replicaId) throws InterruptedException {
+        PodCache cache = cache();
+        awaitSynced(cache);
+        return new WarmPool(cache, new PodWrites(client, NS), replicaId, Clock.systemUTC());
+    }
+
+    private PodCache cache() {
+        PodCache cache = PodCache.start(client, NS, SandboxLabels.snippetSelector());
+        caches.add(cache);
+        return cache;
+    }
+
+    private static void awaitSynced(PodCache cache) throws InterruptedException {
+        assertTrue(cache.await(() -> cache.synced() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10))
+                           .isPresent(), "informer did not sync");
+    }
+
+    private void awaitWarm(int count) throws InterruptedException {
+        for (PodCache cache : caches) {
+            assertTrue(cache.await(() -> cache.pods().stream().filter(PodStates::isWarm).count() == count
+                    ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10)).isPresent());
+        }
+    }
+
+    private static Pod poolPod(String name) {
+        return new PodBuilder(new SnippetPodSpec(NS, TestSettings.SNIPPET, new SecuritySettings("RuntimeDefault", "", ""))
+                                      .poolPod())
+                .editMetadata().withGenerateName(null).withName(name).endMetadata()
+                .build();
+    }
+
+    private Pod readyWarmPod(String name) {
+        Pod created = client.pods().inNamespace(NS).resource(poolPod(name)).create();
+        Pod withStatus = new PodBuilder(created)
+                .withNewStatus()
+                    .withPhase("Running")
+                    .withPodIP("10.0.0.9")
+                    .addNewCondition().withType("Ready").withStatus("True").endCondition()
+                .endStatus()
+                .build();
+        return client.pods().inNamespace(NS).resource(withStatus).updateStatus();
+    }
+
+}

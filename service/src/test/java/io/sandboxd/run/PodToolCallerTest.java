@@ -1,0 +1,131 @@
+package io.sandboxd.run;
+
+import java.net.http.HttpClient;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.pods.SandboxLabels;
+import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.pool.PodCache;
+import io.sandboxd.pool.PodWrites;
+import io.sandboxd.sandbox.FakePod;
+import io.sandboxd.sandbox.SandboxFailure;
+import io.sandboxd.sandbox.ToolRunnerClient;
+import io.sandboxd.tokens.ProjectIdentity;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The tool-call flow against the mock API server, with a local HTTP server as the tool runner: the pod is created,
+ * waited for, called and always deleted; a pod that fails before it is ready gives the contract's 503.
+ */
+@EnableKubernetesMockClient(crud = true)
+class PodToolCallerTest {
+
+    static final String NS = "cai-sandbox";
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    KubernetesClient client;
+    private PodCache tools;
+    private FakePod runner;
+    private ExecutorService threads;
+    private volatile String fate = "Ready";
+
+    @BeforeEach
+    void setUp() throws Exception {
+        runner = new FakePod();
+        tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        tools.await(() -> tools.synced() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10));
+        threads = Executors.newFixedThreadPool(2);
+        // stand-in for the kubelet
+        tools.onChange(() -> {
+            for (Pod pod : tools.pods()) {
+                if (pod.getStatus() == null || pod.getStatus().getPhase() == null) {
+                    threads.submit(() -> settle(pod));
+                }
+            }
+        });
+    }
+
+    @AfterEach
+    void tearDown() {
+        threads.shutdownNow();
+        tools.close();
+        runner.close();
+    }
+
+    private PodToolCaller caller(Duration readyTimeout) {
+        ToolPodSpec spec = new ToolPodSpec(NS, io.sandboxd.TestSettings.TOOL,
+                                           new SecuritySettings("RuntimeDefault", "", ""));
+        return new PodToolCaller(tools, new PodWrites(client, NS), spec,
+                                 new ToolRunnerClient(HttpClient.newHttpClient(), JSON, 1 << 20, runner.port()),
+                                 readyTimeout);
+    }
+
+    private static ToolJob job() {
+        return new ToolJob(new ProjectIdentity("proj", "agent", "img:1"), "req-1", "img:1", "agent", "get_weather",
+                           JSON.createObjectNode().put("city", "Reykjavik"), 5);
+    }
+
+    @Test
+    void callsTheRunnerAndDeletesThePod() throws Exception {
+        runner.answer(200, "{\"result\":{\"temp_c\":4}}");
+        ToolOutcome outcome = caller(Duration.ofSeconds(10)).call(job());
+        assertTrue(outcome.sandboxId().startsWith("tool-"), outcome.sandboxId());
+        assertEquals(4, outcome.result().get("temp_c").intValue());
+        assertTrue(runner.lastRequest().contains("\"city\":\"Reykjavik\""));
+        assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind");
+    }
+
+    @Test
+    void aPodThatFailsBeforeReadyIsTheMissingRunnerError() {
+        fate = "Failed";
+        SandboxFailure e = assertThrows(SandboxFailure.class, () -> caller(Duration.ofSeconds(10)).call(job()));
+        assertEquals(503, e.status());
+        assertEquals("the tool sandbox did not start: the tool sandbox exited before it was ready (phase Failed); "
+                             + "the agent image must contain crusoe_adk.toolrunner", e.getMessage());
+        assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind");
+    }
+
+    @Test
+    void aPodThatNeverGetsReadyTimesOut() {
+        fate = "Pending";
+        SandboxFailure e = assertThrows(SandboxFailure.class, () -> caller(Duration.ofSeconds(1)).call(job()));
+        assertEquals(503, e.status());
+        assertEquals("timed out waiting for the tool sandbox to become ready", e.getMessage());
+        assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind");
+    }
+
+    private void settle(Pod pod) {
+        try {
+            Pod fresh = client.pods().inNamespace(NS).withName(pod.getMetadata().getName()).get();
+            if (fresh == null) {
+                return;
+            }
+            PodBuilder builder = new PodBuilder(fresh);
+            switch (fate) {
+            case "Ready" -> builder.withNewStatus().withPhase("Running").withPodIP("127.0.0.1")
+                    .addNewCondition().withType("Ready").withStatus("True").endCondition().endStatus();
+            case "Failed" -> builder.withNewStatus().withPhase("Failed").endStatus();
+            default -> builder.withNewStatus().withPhase("Pending").endStatus();
+            }
+            client.pods().inNamespace(NS).resource(builder.build()).updateStatus();
+        } catch (RuntimeException e) {
+            // the pod went away meanwhile
+        }
+    }
+}

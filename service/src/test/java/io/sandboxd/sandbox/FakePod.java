@@ -1,0 +1,82 @@
+package io.sandboxd.sandbox;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+
+/**
+ * An HTTP server on 127.0.0.1 standing in for the in-pod program, answering each POST with what the test set.
+ */
+public final class FakePod implements AutoCloseable {
+
+    private final HttpServer server;
+    private volatile int status = 200;
+    private volatile byte[] body = new byte[0];
+    private volatile long delayMillis;
+    private volatile String lastRequest;
+    private volatile String lastPath;
+
+    public FakePod() throws IOException {
+        server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        server.createContext("/", this::handle);
+        server.start();
+    }
+
+    public FakePod answer(int status, String body) {
+        this.status = status;
+        this.body = body.getBytes(StandardCharsets.UTF_8);
+        return this;
+    }
+
+    FakePod answer(int status, byte[] body) {
+        this.status = status;
+        this.body = body;
+        return this;
+    }
+
+    FakePod delay(long millis) {
+        this.delayMillis = millis;
+        return this;
+    }
+
+    public int port() {
+        return server.getAddress().getPort();
+    }
+
+    public String lastRequest() {
+        return lastRequest;
+    }
+
+    String lastPath() {
+        return lastPath;
+    }
+
+    private void handle(HttpExchange exchange) throws IOException {
+        lastPath = exchange.getRequestURI().getPath();
+        lastRequest = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+        if (delayMillis > 0) {
+            try {
+                Thread.sleep(delayMillis);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        exchange.getResponseHeaders().add("Content-Type", "application/json");
+        exchange.sendResponseHeaders(status, body.length == 0 ? -1 : body.length);
+        try (OutputStream out = exchange.getResponseBody()) {
+            out.write(body);
+        } catch (IOException e) {
+            // the client hung up (oversized reply, timeout): fine
+        }
+        exchange.close();
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+    }
+}

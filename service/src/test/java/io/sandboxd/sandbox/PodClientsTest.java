@@ -1,0 +1,172 @@
+package io.sandboxd.sandbox;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.http.HttpClient;
+import java.util.List;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class PodClientsTest {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String GOOD = """
+            {"stdout":"4294967296\\n","stderr":"","exit_code":0,"duration_ms":38,
+             "files":[{"path":"out.txt","content_b64":"aGk="}],
+             "stdout_truncated":false,"stderr_truncated":false,"files_truncated":false,"extra":"ignored"}""";
+
+    private FakePod pod;
+    private HttpClient http;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        pod = new FakePod();
+        http = HttpClient.newHttpClient();
+    }
+
+    @AfterEach
+    void tearDown() {
+        pod.close();
+    }
+
+    private ExecutorClient executor(long cap) {
+        return new ExecutorClient(http, JSON, cap, pod.port());
+    }
+
+    @Test
+    void executorReplyIsParsed() throws Exception {
+        pod.answer(200, GOOD);
+        ExecutorReply reply = executor(1 << 20).run("127.0.0.1", "print(2**32)", 10,
+                                                     List.of(new SandboxFile("data/in.csv", "YQ==")));
+        assertEquals("4294967296\n", reply.stdout());
+        assertEquals(0, reply.exitCode());
+        assertEquals(38, reply.durationMs());
+        assertEquals(List.of(new SandboxFile("out.txt", "aGk=")), reply.files());
+        assertEquals("/run", pod.lastPath());
+        var sent = JSON.readTree(pod.lastRequest());
+        assertEquals("print(2**32)", sent.get("code").textValue());
+        assertEquals(10, sent.get("timeout_s").intValue());
+        assertEquals("data/in.csv", sent.get("files").get(0).get("path").textValue());
+        assertEquals("YQ==", sent.get("files").get(0).get("content_b64").textValue());
+    }
+
+    @Test
+    void executorRejectionCarriesThePodsErrorText() {
+        pod.answer(400, "{\"error\": \"file path escapes working directory: '../etc/passwd'\"}");
+        SandboxFailure e = assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", "x", 5, List.of()));
+        assertEquals(502, e.status());
+        assertEquals("sandbox pod returned HTTP 400: file path escapes working directory: '../etc/passwd'",
+                     e.getMessage());
+    }
+
+    @Test
+    void executorConflictForASecondRun() {
+        pod.answer(409, "{\"error\":\"this sandbox has already run\"}");
+        assertEquals("sandbox pod returned HTTP 409: this sandbox has already run",
+                     assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", "x", 5, List.of()))
+                             .getMessage());
+    }
+
+    @Test
+    void executorGarbageIsAnInvalidResponse() {
+        for (String garbage : new String[] {"not json", "[1,2]", "{\"stdout\":\"\"}",
+                "{\"stdout\":1,\"stderr\":\"\",\"exit_code\":0,\"duration_ms\":1}",
+                "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":\"0\",\"duration_ms\":1}",
+                "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0,\"duration_ms\":1,\"files\":\"x\"}", ""}) {
+            pod.answer(200, garbage);
+            SandboxFailure e = assertThrows(SandboxFailure.class,
+                                            () -> executor(1 << 20).run("127.0.0.1", "x", 5, List.of()), garbage);
+            assertEquals(502, e.status());
+            assertEquals("invalid response from sandbox pod", e.getMessage(), garbage);
+        }
+    }
+
+    @Test
+    void oversizedExecutorReplyIsAnInvalidResponse() {
+        pod.answer(200, "{\"stdout\":\"" + "x".repeat(20_000) + "\",\"stderr\":\"\",\"exit_code\":0,\"duration_ms\":1}");
+        assertEquals("invalid response from sandbox pod",
+                     assertThrows(SandboxFailure.class, () -> executor(4096).run("127.0.0.1", "x", 5, List.of()))
+                             .getMessage());
+    }
+
+    @Test
+    void unreachableExecutorIsAnExecutionFailure() throws IOException {
+        int closedPort;
+        try (ServerSocket socket = new ServerSocket(0)) {
+            closedPort = socket.getLocalPort();
+        }
+        ExecutorClient client = new ExecutorClient(http, JSON, 1 << 20, closedPort);
+        SandboxFailure e = assertThrows(SandboxFailure.class, () -> client.run("127.0.0.1", "x", 5, List.of()));
+        assertEquals(502, e.status());
+        assertTrue(e.getMessage().startsWith("sandbox execution failed: "), e.getMessage());
+    }
+
+    @Test
+    void toolRunnerResultAndError() {
+        ToolRunnerClient client = new ToolRunnerClient(http, JSON, 1 << 20, pod.port());
+        ObjectNode args = JSON.createObjectNode().put("city", "Reykjavik");
+        pod.answer(200, "{\"result\":{\"temp_c\":4}}");
+        ToolRunnerReply ok = client.call("127.0.0.1", "agent", "get_weather", args, 5);
+        assertEquals(4, ok.result().get("temp_c").intValue());
+        assertNull(ok.error());
+        assertEquals("/call", pod.lastPath());
+        assertTrue(pod.lastRequest().contains("\"function\":\"get_weather\""));
+
+        pod.answer(200, "{\"error\":\"ValueError: no such city\"}");
+        ToolRunnerReply raised = client.call("127.0.0.1", "agent", "get_weather", args, 5);
+        assertNull(raised.result());
+        assertEquals("ValueError: no such city", raised.error());
+
+        pod.answer(200, "{\"result\":null}");
+        assertNull(client.call("127.0.0.1", "agent", "f", args, 5).result());
+    }
+
+    @Test
+    void toolRunnerFailures() {
+        ToolRunnerClient client = new ToolRunnerClient(http, JSON, 4096, pod.port());
+        ObjectNode args = JSON.createObjectNode();
+        pod.answer(200, "<html>");
+        assertEquals("invalid response from the tool sandbox",
+                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", "agent", "f", args, 5))
+                             .getMessage());
+        pod.answer(200, "{\"result\":\"" + "y".repeat(10_000) + "\"}");
+        assertEquals("invalid response from the tool sandbox",
+                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", "agent", "f", args, 5))
+                             .getMessage());
+        pod.answer(200, "{\"error\":42}");
+        assertEquals("invalid response from the tool sandbox",
+                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", "agent", "f", args, 5))
+                             .getMessage());
+        pod.answer(400, "{\"error\":\"unknown function 'nope'\"}");
+        SandboxFailure rejected = assertThrows(SandboxFailure.class,
+                                               () -> client.call("127.0.0.1", "agent", "nope", args, 5));
+        assertEquals(502, rejected.status());
+        assertEquals("tool execution failed: the tool runner returned HTTP 400: unknown function 'nope'",
+                     rejected.getMessage());
+    }
+
+    @Test
+    void toolRunnerTimeoutIsAnExecutionFailure() {
+        ToolRunnerClient client = new ToolRunnerClient(http, JSON, 4096, pod.port());
+        pod.answer(200, "{\"result\":1}").delay(3000);
+        SandboxFailure e = assertThrows(SandboxFailure.class,
+                                        () -> client.call("127.0.0.1", "agent", "f", JSON.createObjectNode(), 1));
+        assertEquals(502, e.status());
+        assertEquals("tool execution failed: the tool did not finish within 1s", e.getMessage());
+    }
+
+    @Test
+    void ipv6AddressesAreBracketed() {
+        assertEquals("http://[fd00::5]:8080/run", PodHttp.uri("fd00::5", 8080, "/run").toString());
+        assertEquals("http://10.1.2.3:8080/run", PodHttp.uri("10.1.2.3", 8080, "/run").toString());
+    }
+}

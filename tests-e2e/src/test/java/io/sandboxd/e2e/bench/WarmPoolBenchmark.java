@@ -1,0 +1,121 @@
+package io.sandboxd.e2e.bench;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.sandboxd.e2e.support.ApiResponse;
+import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.TestPods;
+import io.sandboxd.config.ConfigLoader;
+import io.sandboxd.config.SandboxConfig;
+import io.sandboxd.pods.SnippetPodSpec;
+import org.junit.jupiter.api.Test;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * `make bench`: warm-pool /v1/execute latency for print(2**32) at concurrency 1 and 4, and beside it,
+ * in the same run on the same cluster, a cold pod-per-call baseline (create the same snippet pod,
+ * wait until Ready, run, delete). Prints figures and the ratio; asserts only correctness.
+ *
+ * Warm runs are measured from request to response; before each batch the benchmark waits until the
+ * pool holds enough warm pods, so the figure is the warm path's latency, not the pool's refill rate
+ * (which the cold baseline bounds from above).
+ */
+class WarmPoolBenchmark {
+    private static final String CODE = "print(2**32)";
+    private static final int WARM_RUNS = Integer.getInteger("bench.warmRuns", 200);
+    private static final int COLD_RUNS = Integer.getInteger("bench.coldRuns", 20);
+
+    @Test
+    void warmPoolAgainstColdPodPerCall() throws Exception {
+        Sandboxd sandboxd = Sandboxd.get();
+        for (int i = 0; i < 5; i++) {
+            sandboxd.execute(Map.of("code", CODE)); // warm-up: JIT, connections
+        }
+        List<Long> warm1 = warm(sandboxd, 1);
+        List<Long> warm4 = warm(sandboxd, 4);
+        List<Long> cold = cold(sandboxd.k8s());
+        report("warm  c=1", warm1);
+        report("warm  c=4", warm4);
+        report("cold  c=1 (pod per call)", cold);
+        System.out.printf("ratio cold/warm p50: c=1 %.1fx, c=4 %.1fx; warm p50 target <= 25 ms: %s%n",
+                p(cold, 50) / (double) p(warm1, 50), p(cold, 50) / (double) p(warm4, 50),
+                p(warm1, 50) <= 25_000 ? "met" : "NOT met (" + p(warm1, 50) / 1000.0 + " ms)");
+    }
+
+    private static List<Long> warm(Sandboxd sandboxd, int concurrency) throws Exception {
+        List<Long> micros = Collections.synchronizedList(new ArrayList<>());
+        List<URI> replicas = sandboxd.replicas();
+        try (ExecutorService pool = Executors.newFixedThreadPool(concurrency)) {
+            for (int done = 0; done < WARM_RUNS; done += concurrency) {
+                await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(20))
+                        .until(() -> sandboxd.pool().json().get("warm").asInt() >= concurrency);
+                List<Future<?>> batch = new ArrayList<>();
+                for (int i = 0; i < concurrency; i++) {
+                    URI replica = replicas.get((done + i) % replicas.size());
+                    batch.add(pool.submit(() -> {
+                        long t = System.nanoTime();
+                        ApiResponse r = sandboxd.send(replica, "POST", "/v1/execute", Map.of("code", CODE), sandboxd.token());
+                        micros.add((System.nanoTime() - t) / 1000);
+                        assertEquals("4294967296\n", r.json().path("stdout").asText(), r.toString());
+                    }));
+                }
+                for (Future<?> f : batch) {
+                    f.get(2, TimeUnit.MINUTES);
+                }
+            }
+        }
+        return micros;
+    }
+
+    /** The baseline: what each call would cost without a warm pool. */
+    private static List<Long> cold(KubernetesClient k8s) throws Exception {
+        HttpClient http = HttpClient.newHttpClient();
+        List<Long> micros = new ArrayList<>();
+        // The very pod spec sandboxd's pool uses, with the chart's defaults.
+        SandboxConfig config = SandboxConfig.from(ConfigLoader.load(null).get("sandbox"));
+        try (TestPods ns = TestPods.inFreshNamespace(k8s, "e2e-bench-cold", Map.of("e2e", "bench"))) {
+            for (int i = 0; i < COLD_RUNS; i++) {
+                long t = System.nanoTime();
+                Pod pod = new SnippetPodSpec(ns.namespace(), config.snippet(), config.security()).poolPod();
+                pod.getMetadata().setGenerateName(null);
+                pod.getMetadata().setName("cold-" + i);
+                k8s.pods().inNamespace(ns.namespace()).resource(pod).create();
+                Pod ready = k8s.pods().inNamespace(ns.namespace()).withName("cold-" + i).waitUntilReady(120, TimeUnit.SECONDS);
+                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://" + ready.getStatus().getPodIP() + ":8080/run"))
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"code\":\"" + CODE + "\",\"timeout_s\":20,\"files\":[]}")).build(),
+                        HttpResponse.BodyHandlers.ofString());
+                k8s.pods().inNamespace(ns.namespace()).withName("cold-" + i).withGracePeriod(0).delete();
+                micros.add((System.nanoTime() - t) / 1000);
+                assertEquals(200, r.statusCode(), r.body());
+            }
+        }
+        return micros;
+    }
+
+    private static void report(String label, List<Long> micros) {
+        System.out.printf("%-26s n=%-4d p50 %7.1f ms  p99 %7.1f ms  max %7.1f ms%n", label, micros.size(),
+                p(micros, 50) / 1000.0, p(micros, 99) / 1000.0, Collections.max(micros) / 1000.0);
+    }
+
+    private static long p(List<Long> values, int percentile) {
+        List<Long> sorted = new ArrayList<>(values);
+        Collections.sort(sorted);
+        return sorted.get(Math.min(sorted.size() - 1, (int) Math.ceil(percentile / 100.0 * sorted.size()) - 1));
+    }
+}
