@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""`helm test` probe runner for sandboxd (standard library only).
+
+Creates, in the sandbox namespace, one snippet-kind and one tool-kind pod hardened exactly like
+sandboxd's (config.json carries the manifests the chart rendered), each running
+/opt/sandboxd/probe/sandbox_probe.py with the escape checks of its kind; waits for them, prints
+their JSON-lines reports, deletes them, and exits non-zero unless every probe pod was admitted,
+ran and reported no successful escape.
+
+Usage: run_probe.py CONFIG.json            (in the probe pod, with its service-account token)
+       run_probe.py --dry-run CONFIG.json  (print the pod manifests it would create, as JSON)
+"""
+import json
+import os
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+POLL_SECONDS = 2
+
+
+class KubeApi:
+    """The few API calls the probe needs, over HTTPS with the pod's service-account token."""
+
+    def __init__(self):
+        host = os.environ["KUBERNETES_SERVICE_HOST"]
+        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        if ":" in host:
+            host = "[" + host + "]"
+        self.base = "https://%s:%s" % (host, port)
+        self.tls = ssl.create_default_context(cafile=os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt"))
+
+    def _token(self):
+        # Re-read on every call: projected tokens are rotated by the kubelet.
+        with open(os.path.join(SERVICE_ACCOUNT_DIR, "token")) as f:
+            return f.read().strip()
+
+    def call(self, method, path, body=None, text=False):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        request.add_header("Authorization", "Bearer " + self._token())
+        request.add_header("Accept", "*/*" if text else "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, context=self.tls, timeout=30) as response:
+            payload = response.read().decode("utf-8", "replace")
+        return payload if text else json.loads(payload)
+
+
+def api_server_target():
+    """host:port of the kubernetes Service, as every pod sees it."""
+    host = os.environ.get("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    return ("[%s]:%s" if ":" in host else "%s:%s") % (host, port)
+
+
+def build_pods(config):
+    """The probe pods with their checks filled in, in config order."""
+    pods = []
+    for probe in config["probes"]:
+        args = list(probe["args"])
+        if probe.get("checkApiServer"):
+            args += ["--tcp", api_server_target()]
+        pod = json.loads(json.dumps(probe["pod"]))
+        pod["spec"]["containers"][0]["args"] = args
+        pods.append((probe["kind"], pod))
+    return pods
+
+
+def say(message):
+    print(message, flush=True)
+
+
+def http_error_text(error):
+    try:
+        body = json.loads(error.read().decode("utf-8", "replace"))
+        return "HTTP %d: %s" % (error.code, body.get("message", body))
+    except (ValueError, AttributeError):
+        return "HTTP %d" % error.code
+
+
+def wait_until_done(api, namespace, name, deadline):
+    """The pod's final state: (phase, exit code or None, reason)."""
+    pod = None
+    while time.monotonic() < deadline:
+        pod = api.call("GET", "/api/v1/namespaces/%s/pods/%s" % (namespace, name))
+        phase = pod.get("status", {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            break
+        time.sleep(POLL_SECONDS)
+    status = (pod or {}).get("status", {})
+    exit_code, reason = None, status.get("reason", "")
+    for container in status.get("containerStatuses", []):
+        state = container.get("state", {})
+        if "terminated" in state:
+            exit_code = state["terminated"].get("exitCode")
+            reason = state["terminated"].get("reason", reason)
+        elif "waiting" in state:
+            reason = "%s: %s" % (state["waiting"].get("reason", ""), state["waiting"].get("message", ""))
+    phase = status.get("phase", "Unknown")
+    if phase not in ("Succeeded", "Failed"):
+        reason = "still %s after the probe timeout; %s" % (phase, reason)
+    return phase, exit_code, reason
+
+
+def run(config):
+    api = KubeApi()
+    namespace = config["namespace"]
+    created, failures = [], []
+    try:
+        for kind, pod in build_pods(config):
+            say("creating %s probe pod with checks: %s" % (kind, " ".join(pod["spec"]["containers"][0]["args"])))
+            try:
+                made = api.call("POST", "/api/v1/namespaces/%s/pods" % namespace, pod)
+            except urllib.error.HTTPError as e:
+                failures.append("%s probe pod was not admitted: %s" % (kind, http_error_text(e)))
+                continue
+            created.append((kind, made["metadata"]["name"]))
+
+        deadline = time.monotonic() + config["timeoutSeconds"]
+        for kind, name in created:
+            phase, exit_code, reason = wait_until_done(api, namespace, name, deadline)
+            try:
+                log = api.call("GET", "/api/v1/namespaces/%s/pods/%s/log?container=probe" % (namespace, name), text=True)
+            except urllib.error.HTTPError as e:
+                log = "(no log: %s)" % http_error_text(e)
+            for line in log.splitlines():
+                say("[%s] %s" % (kind, line))
+            if phase != "Succeeded" or exit_code != 0:
+                failures.append("%s probe pod %s ended %s, exit code %s %s" % (kind, name, phase, exit_code, reason))
+    finally:
+        for kind, name in created:
+            try:
+                api.call("DELETE", "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=0" % (namespace, name))
+            except urllib.error.HTTPError as e:
+                if e.code != 404:
+                    say("could not delete %s probe pod %s: %s" % (kind, name, http_error_text(e)))
+
+    if failures:
+        for failure in failures:
+            say("FAIL: " + failure)
+        return 1
+    say("PASS: every escape check was refused in the snippet and tool sandboxes")
+    return 0
+
+
+def main(argv):
+    dry_run = "--dry-run" in argv
+    paths = [a for a in argv if a != "--dry-run"]
+    if len(paths) != 1:
+        sys.stderr.write(__doc__)
+        return 2
+    with open(paths[0]) as f:
+        config = json.load(f)
+    if dry_run:
+        print(json.dumps([pod for _, pod in build_pods(config)], indent=2))
+        return 0
+    return run(config)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,216 @@
+{{/*
+Chart name, truncated to the 63 characters a Kubernetes name may have.
+*/}}
+{{- define "sandboxd.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Fully qualified app name: the release name when it already contains the chart name (release
+"sandboxd" gives Service, ServiceAccount and Deployment "sandboxd"), otherwise
+"<release>-<chart>"; 63 characters at most.
+*/}}
+{{- define "sandboxd.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+"<fullname>-<suffix>", still within 63 characters.
+*/}}
+{{- define "sandboxd.suffixedName" -}}
+{{- $suffix := printf "-%s" .suffix }}
+{{- printf "%s%s" (include "sandboxd.fullname" .ctx | trunc (int (sub 63 (len $suffix))) | trimSuffix "-") $suffix }}
+{{- end }}
+
+{{- define "sandboxd.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Common labels. Note: app.kubernetes.io/managed-by is Helm here; sandbox pods carry
+app.kubernetes.io/managed-by=sandboxd, which no chart object uses.
+*/}}
+{{- define "sandboxd.labels" -}}
+helm.sh/chart: {{ include "sandboxd.chart" . }}
+{{ include "sandboxd.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: sandboxd
+{{- end }}
+
+{{/*
+Selector labels of the sandboxd pods. The NetworkPolicies admit traffic to sandbox pods only
+from pods with exactly these labels in the release namespace.
+*/}}
+{{- define "sandboxd.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "sandboxd.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+Selector labels of a helper component (seccomp installer, probe runner). Deliberately NOT the
+sandboxd selector labels: the Service and the sandbox NetworkPolicies trust those.
+*/}}
+{{- define "sandboxd.componentSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-%s" (include "sandboxd.name" .ctx) .component | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/*
+The sandboxd ServiceAccount (release namespace).
+*/}}
+{{- define "sandboxd.serviceAccountName" -}}
+{{- default (include "sandboxd.fullname" .) .Values.serviceAccount.name }}
+{{- end }}
+
+{{/*
+The helm-test probe's ServiceAccount (release namespace).
+*/}}
+{{- define "sandboxd.probeServiceAccountName" -}}
+{{- include "sandboxd.suffixedName" (dict "ctx" . "suffix" "probe") }}
+{{- end }}
+
+{{/*
+The namespace the sandbox pods run in; never the release namespace, whose pods must not share
+the sandboxes' NetworkPolicies, admission policies and quota.
+*/}}
+{{- define "sandboxd.sandboxNamespace" -}}
+{{- if eq .Values.sandboxNamespace.name .Release.Namespace }}
+{{- fail "sandboxNamespace.name must differ from the release namespace: sandbox pods need a namespace of their own" }}
+{{- end }}
+{{- .Values.sandboxNamespace.name }}
+{{- end }}
+
+{{/*
+Image of the snippet sandbox pods (also used by the probe and the seccomp installer: it has python3).
+*/}}
+{{- define "sandboxd.snippetImage" -}}
+{{- printf "%s:%s" .Values.snippet.image.repository .Values.snippet.image.tag }}
+{{- end }}
+
+{{/*
+The Localhost seccomp profile, relative to the kubelet's seccomp directory.
+*/}}
+{{- define "sandboxd.localhostProfile" -}}
+sandboxd/sandbox-strict.json
+{{- end }}
+
+{{/*
+Usernames allowed to create pods in the sandbox namespace (admission param allowedCreators).
+*/}}
+{{- define "sandboxd.allowedCreators" -}}
+{{- $creators := list (printf "system:serviceaccount:%s:%s" .Release.Namespace (include "sandboxd.serviceAccountName" .)) }}
+{{- if .Values.probe.enabled }}
+{{- $creators = append $creators (printf "system:serviceaccount:%s:%s" .Release.Namespace (include "sandboxd.probeServiceAccountName" .)) }}
+{{- end }}
+{{- range .Values.admission.extraAllowedCreators }}
+{{- $creators = append $creators . }}
+{{- end }}
+{{- join "," $creators }}
+{{- end }}
+
+{{/*
+Pod securityContext of a sandbox pod: what sandboxd sets and the admission policies and
+PodSecurity restricted demand. Used by the helm-test probe pods, which must look exactly like
+sandboxd's.
+*/}}
+{{- define "sandboxd.sandboxPodSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: {{ .Values.seccomp.profileType }}
+  {{- if eq .Values.seccomp.profileType "Localhost" }}
+  localhostProfile: {{ include "sandboxd.localhostProfile" . }}
+  {{- end }}
+{{- end }}
+
+{{/*
+Container securityContext shared by every container this chart runs as uid 65532.
+*/}}
+{{- define "sandboxd.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+capabilities:
+  drop:
+    - ALL
+{{- end }}
+
+{{/*
+Kubernetes resources from a sandbox-kind limits/requests value (ephemeralStorage -> ephemeral-storage).
+*/}}
+{{- define "sandboxd.resourceList" -}}
+cpu: {{ .cpu | toString | quote }}
+memory: {{ .memory | toString | quote }}
+ephemeral-storage: {{ .ephemeralStorage | toString | quote }}
+{{- end }}
+
+{{/*
+A helm-test probe pod for one sandbox kind ("snippet" or "tool"), hardened exactly like the pods
+sandboxd creates. The probe runner fills in the container args.
+*/}}
+{{- define "sandboxd.probeSandboxPod" -}}
+{{- $ := .ctx }}
+{{- $kind := .kind }}
+{{- $limits := index $.Values $kind "limits" }}
+{{- $requests := index $.Values $kind "requests" }}
+apiVersion: v1
+kind: Pod
+metadata:
+  generateName: {{ printf "%s-%s-" (include "sandboxd.probeServiceAccountName" $ | trunc 40 | trimSuffix "-") $kind }}
+  namespace: {{ include "sandboxd.sandboxNamespace" $ }}
+  labels:
+    # Not managed-by=sandboxd: sandboxd must never adopt a probe pod into its pool.
+    app.kubernetes.io/managed-by: sandboxd-probe
+    app.kubernetes.io/instance: {{ $.Release.Name }}
+    sandboxd.io/kind: {{ $kind }}
+    sandboxd.io/probe: "true"
+spec:
+  automountServiceAccountToken: false
+  enableServiceLinks: false
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  activeDeadlineSeconds: {{ $.Values.probe.timeoutSeconds | int64 }}
+  {{- with $.Values.runtimeClassName }}
+  runtimeClassName: {{ . }}
+  {{- end }}
+  securityContext:
+    {{- include "sandboxd.sandboxPodSecurityContext" $ | nindent 4 }}
+  containers:
+    - name: probe
+      image: {{ include "sandboxd.snippetImage" $ }}
+      imagePullPolicy: {{ $.Values.snippet.image.pullPolicy }}
+      command: ["python3", "/opt/sandboxd/probe/sandbox_probe.py"]
+      args: []
+      env:
+        - name: TMPDIR
+          value: /tmp
+      securityContext:
+        {{- include "sandboxd.containerSecurityContext" $ | nindent 8 }}
+      resources:
+        requests:
+          {{- include "sandboxd.resourceList" $requests | nindent 10 }}
+        limits:
+          {{- include "sandboxd.resourceList" $limits | nindent 10 }}
+      volumeMounts:
+        - name: tmp
+          mountPath: /tmp
+  volumes:
+    - name: tmp
+      emptyDir:
+        sizeLimit: {{ $.Values.snippet.workdirSizeLimit | toString | quote }}
+{{- end }}

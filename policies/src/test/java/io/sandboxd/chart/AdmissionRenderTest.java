@@ -1,0 +1,89 @@
+package io.sandboxd.chart;
+
+import static io.sandboxd.chart.HelmChart.values;
+import static io.sandboxd.policies.Yaml.at;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.sandboxd.policies.AdmissionPolicy;
+import io.sandboxd.policies.PolicyFiles;
+import io.sandboxd.policies.Yaml;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+/** The chart installs policies/admission as written, binds each to the sandbox namespace, and renders its params. */
+class AdmissionRenderTest {
+
+  private static final HelmChart.Rendered DEFAULT = HelmChart.render();
+
+  @Test
+  void renderedPoliciesHaveExactlyTheSpecOfTheFilesInPolicies() {
+    for (Path file : PolicyFiles.yamlFiles(PolicyFiles.ADMISSION)) {
+      Map<String, Object> source = Yaml.readFile(file);
+      Map<String, Object> rendered = DEFAULT.get("ValidatingAdmissionPolicy", at(source, "metadata", "name"));
+      assertEquals(source.get("apiVersion"), rendered.get("apiVersion"));
+      assertEquals(source.get("spec"), rendered.get("spec"), file + ": the chart must not alter the policy");
+      Map<String, Object> labels = at(rendered, "metadata", "labels");
+      assertTrue(labels.entrySet().containsAll(((Map<String, Object>) at(source, "metadata", "labels")).entrySet()));
+    }
+    assertEquals(PolicyFiles.yamlFiles(PolicyFiles.ADMISSION).size(), DEFAULT.ofKind("ValidatingAdmissionPolicy").size());
+  }
+
+  @Test
+  void everyPolicyHasOneBindingOnTheSandboxNamespaceThatFailsClosed() {
+    Set<String> policies = PolicyFiles.admissionPolicies().stream().map(AdmissionPolicy::name).collect(Collectors.toSet());
+    List<Map<String, Object>> bindings = DEFAULT.ofKind("ValidatingAdmissionPolicyBinding");
+    assertEquals(policies, bindings.stream().map(b -> (String) at(b, "spec", "policyName")).collect(Collectors.toSet()));
+    assertEquals(policies.size(), bindings.size());
+    for (Map<String, Object> b : bindings) {
+      assertEquals((Object) at(b, "spec", "policyName"), (Object) at(b, "metadata", "name"));
+      assertEquals(List.of("Deny"), (Object) at(b, "spec", "validationActions"));
+      assertEquals(Map.of("name", "sandboxd-admission-params", "namespace", "cai-sandbox",
+          "parameterNotFoundAction", "Deny"), at(b, "spec", "paramRef"));
+      assertEquals(Map.of("namespaceSelector", Map.of("matchLabels", Map.of("kubernetes.io/metadata.name", "cai-sandbox"))),
+          (Object) at(b, "spec", "matchResources"));
+    }
+  }
+
+  @Test
+  void paramsCarryTheContractDefaults() {
+    Map<String, Object> params = DEFAULT.get("ConfigMap", "sandboxd-admission-params");
+    assertEquals("cai-sandbox", (Object) at(params, "metadata", "namespace"));
+    assertEquals(Map.of(
+        "maxCpu", "2",
+        "maxMemory", "1Gi",
+        "maxEphemeralStorage", "512Mi",
+        "allowedCreators", "system:serviceaccount:cai-system:sandboxd,system:serviceaccount:cai-system:sandboxd-probe"),
+        params.get("data"));
+    assertEquals(PolicyFiles.defaultParams().get("data"), params.get("data"),
+        "the policy tests evaluate with the params the chart renders");
+  }
+
+  @Test
+  void paramsFollowTheToolLimitsOrExplicitMaxima() {
+    Map<String, Object> data = at(HelmChart.render(values("tool.limits.cpu", "3", "tool.limits.memory", "2Gi",
+        "admission.maxEphemeralStorage", "1Gi")).get("ConfigMap", "sandboxd-admission-params"), "data");
+    assertEquals("3", data.get("maxCpu"));
+    assertEquals("2Gi", data.get("maxMemory"));
+    assertEquals("1Gi", data.get("maxEphemeralStorage"));
+  }
+
+  @Test
+  void allowedCreatorsFollowTheProbeAndExtraCreators() {
+    Map<String, Object> data = at(HelmChart.render(values("probe.enabled", false,
+        "admission.extraAllowedCreators[0]", "kubernetes-admin")).get("ConfigMap", "sandboxd-admission-params"), "data");
+    assertEquals("system:serviceaccount:cai-system:sandboxd,kubernetes-admin", data.get("allowedCreators"));
+  }
+
+  @Test
+  void admissionCanBeDisabled() {
+    HelmChart.Rendered rendered = HelmChart.render(values("admission.enabled", false));
+    assertEquals(List.of(), rendered.ofKind("ValidatingAdmissionPolicy"));
+    assertEquals(List.of(), rendered.ofKind("ValidatingAdmissionPolicyBinding"));
+    assertTrue(rendered.names().stream().noneMatch(n -> n.endsWith("sandboxd-admission-params")));
+  }
+}

@@ -1,0 +1,132 @@
+package io.sandboxd.chart;
+
+import static io.sandboxd.chart.HelmChart.values;
+import static io.sandboxd.policies.Yaml.at;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The NetworkPolicies of policies/networkpolicies as the chart renders them. */
+class NetworkPolicyRenderTest {
+
+  private static final HelmChart.Rendered DEFAULT = HelmChart.render();
+  private static final Map<String, Object> FROM_SANDBOXD = Map.of(
+      "namespaceSelector", Map.of("matchLabels", Map.of("kubernetes.io/metadata.name", "cai-system")),
+      "podSelector", Map.of("matchLabels", Map.of("app.kubernetes.io/name", "sandboxd",
+          "app.kubernetes.io/instance", "sandboxd")));
+  private static final List<Object> PORT_8080 = List.of(Map.of("protocol", "TCP", "port", 8080L));
+  private static final List<String> BLOCKED_V4 = List.of("169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12",
+      "192.168.0.0/16", "100.64.0.0/10", "127.0.0.0/8", "0.0.0.0/8");
+  // No ::ffff:0:0/96: the API refuses it inside ::/0, and IPv4-mapped traffic leaves as IPv4 anyway.
+  private static final List<String> BLOCKED_V6 = List.of("fc00::/7", "fe80::/10", "64:ff9b::/96", "::1/128");
+
+  @Test
+  void defaultDenyCoversEveryPodOfTheSandboxNamespaceBothWays() {
+    Map<String, Object> np = DEFAULT.get("NetworkPolicy", "sandboxd-default-deny");
+    assertEquals("cai-sandbox", (Object) at(np, "metadata", "namespace"));
+    assertEquals(Map.of(), (Object) at(np, "spec", "podSelector"));
+    assertEquals(List.of("Ingress", "Egress"), (Object) at(np, "spec", "policyTypes"));
+    assertNull(at(np, "spec", "ingress"));
+    assertNull(at(np, "spec", "egress"));
+  }
+
+  @Test
+  void snippetsAreReachableOnlyFromSandboxdAndReachNothing() {
+    Map<String, Object> np = DEFAULT.get("NetworkPolicy", "sandboxd-snippet");
+    assertEquals("cai-sandbox", (Object) at(np, "metadata", "namespace"));
+    assertEquals(Map.of("matchLabels", Map.of("sandboxd.io/kind", "snippet")), (Object) at(np, "spec", "podSelector"));
+    assertEquals(List.of("Ingress", "Egress"), (Object) at(np, "spec", "policyTypes"));
+    assertEquals(List.of(Map.of("from", List.of(FROM_SANDBOXD), "ports", PORT_8080)), (Object) at(np, "spec", "ingress"));
+    assertEquals(List.of(), (Object) at(np, "spec", "egress"), "no egress at all, not even DNS");
+  }
+
+  @Test
+  void toolsAreReachableOnlyFromSandboxdAndReachOnlyThePublicInternetAndClusterDns() {
+    Map<String, Object> np = DEFAULT.get("NetworkPolicy", "sandboxd-tool");
+    assertEquals("cai-sandbox", (Object) at(np, "metadata", "namespace"));
+    assertEquals(Map.of("matchLabels", Map.of("sandboxd.io/kind", "tool")), (Object) at(np, "spec", "podSelector"));
+    assertEquals(List.of("Ingress", "Egress"), (Object) at(np, "spec", "policyTypes"));
+    assertEquals(List.of(Map.of("from", List.of(FROM_SANDBOXD), "ports", PORT_8080)), (Object) at(np, "spec", "ingress"));
+
+    List<Map<String, Object>> egress = at(np, "spec", "egress");
+    assertEquals(2, egress.size());
+    assertEquals(List.of(
+        Map.of("ipBlock", Map.of("cidr", "0.0.0.0/0", "except", BLOCKED_V4)),
+        Map.of("ipBlock", Map.of("cidr", "::/0", "except", BLOCKED_V6))), egress.get(0).get("to"));
+    assertNull(egress.get(0).get("ports"), "every port of a public address");
+    assertEquals(List.of(Map.of(
+        "namespaceSelector", Map.of("matchLabels", Map.of("kubernetes.io/metadata.name", "kube-system")),
+        "podSelector", Map.of("matchLabels", Map.of("k8s-app", "kube-dns")))), egress.get(1).get("to"));
+    assertEquals(List.of(Map.of("protocol", "UDP", "port", 53L), Map.of("protocol", "TCP", "port", 53L)),
+        egress.get(1).get("ports"));
+  }
+
+  @Test
+  void extraBlockedCidrsJoinTheirFamilyAndIpv6CanBeTurnedOff() {
+    Map<String, Object> np = HelmChart.render(values(
+        "networkPolicy.extraBlockedCidrs[0]", "192.0.2.0/24",
+        "networkPolicy.extraBlockedCidrs[1]", "2001:db8::/32")).get("NetworkPolicy", "sandboxd-tool");
+    List<Map<String, Object>> to = at(np, "spec", "egress", 0, "to");
+    assertEquals("192.0.2.0/24", ((List<?>) at(to.get(0), "ipBlock", "except")).getLast());
+    assertEquals("2001:db8::/32", ((List<?>) at(to.get(1), "ipBlock", "except")).getLast());
+
+    Map<String, Object> v4only = HelmChart.render(values("networkPolicy.ipv6", false)).get("NetworkPolicy", "sandboxd-tool");
+    assertEquals(1, ((List<?>) at(v4only, "spec", "egress", 0, "to")).size());
+  }
+
+  @Test
+  void sandboxdAcceptsAgentNamespacesAndItsOwnNamespaceOn8080() {
+    Map<String, Object> np = DEFAULT.get("NetworkPolicy", "sandboxd");
+    assertEquals("cai-system", (Object) at(np, "metadata", "namespace"));
+    assertEquals(Map.of("matchLabels", Map.of("app.kubernetes.io/name", "sandboxd", "app.kubernetes.io/instance",
+        "sandboxd")), at(np, "spec", "podSelector"));
+    assertEquals(List.of(Map.of(
+        "from", List.of(
+            Map.of("namespaceSelector", Map.of("matchLabels", Map.of("sandboxd.io/client", "true"))),
+            Map.of("namespaceSelector", Map.of("matchLabels", Map.of("kubernetes.io/metadata.name", "cai-system")))),
+        "ports", PORT_8080)), at(np, "spec", "ingress"));
+    assertEquals(List.of("Ingress"), (Object) at(np, "spec", "policyTypes"), "egress stays open without apiServerCidrs");
+  }
+
+  @Test
+  void withApiServerCidrsSandboxdReachesOnlyTheApiServerItsSandboxesAndDns() {
+    Map<String, Object> np = HelmChart.render(values("networkPolicy.apiServerCidrs[0]", "10.96.0.1/32",
+        "networkPolicy.apiServerCidrs[1]", "192.0.2.2/32")).get("NetworkPolicy", "sandboxd");
+    assertEquals(List.of("Ingress", "Egress"), (Object) at(np, "spec", "policyTypes"));
+    List<Map<String, Object>> egress = at(np, "spec", "egress");
+    assertEquals(List.of(Map.of("ipBlock", Map.of("cidr", "10.96.0.1/32")), Map.of("ipBlock", Map.of("cidr", "192.0.2.2/32"))),
+        egress.get(0).get("to"));
+    assertEquals(List.of(Map.of("protocol", "TCP", "port", 443L), Map.of("protocol", "TCP", "port", 6443L)),
+        egress.get(0).get("ports"));
+    assertEquals(List.of(Map.of("namespaceSelector", Map.of("matchLabels", Map.of("kubernetes.io/metadata.name", "cai-sandbox")),
+        "podSelector", Map.of())), egress.get(1).get("to"));
+    assertEquals(PORT_8080, egress.get(1).get("ports"));
+    assertEquals(3, egress.size());
+  }
+
+  @Test
+  void noPodOutsideSandboxdCarriesSandboxdsSelectorLabels() {
+    // The sandbox NetworkPolicies trust these labels; the probe runner and the seccomp installer
+    // must not have them (and the probe's sandbox pods must not claim managed-by=sandboxd).
+    HelmChart.Rendered rendered = HelmChart.renderWithTestHooks(values("seccomp.localhostProfile.enabled", true));
+    for (Map<String, Object> o : rendered.objects()) {
+      Map<String, Object> podLabels = switch ((String) o.get("kind")) {
+        case "Pod" -> at(o, "metadata", "labels");
+        case "DaemonSet", "Deployment" -> at(o, "spec", "template", "metadata", "labels");
+        default -> null;
+      };
+      if (podLabels != null && !"Deployment".equals(o.get("kind"))) {
+        assertTrue(!"sandboxd".equals(podLabels.get("app.kubernetes.io/name")), o.get("kind") + " " + podLabels);
+      }
+    }
+  }
+
+  @Test
+  void networkPoliciesCanBeDisabled() {
+    assertEquals(List.of(), HelmChart.render(values("networkPolicy.enabled", false)).ofKind("NetworkPolicy"));
+  }
+}

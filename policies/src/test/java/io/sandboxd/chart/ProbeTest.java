@@ -1,0 +1,147 @@
+package io.sandboxd.chart;
+
+import static io.sandboxd.chart.HelmChart.values;
+import static io.sandboxd.policies.Yaml.at;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.sandboxd.policies.AdmissionPolicy;
+import io.sandboxd.policies.AdmissionRequest;
+import io.sandboxd.policies.PolicyEvaluator;
+import io.sandboxd.policies.PolicyFiles;
+import io.sandboxd.policies.Yaml;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** The `helm test` probe: its objects, the pods it creates, and the checks they run. */
+class ProbeTest {
+
+  private static final Map<String, Object> TARGETS = values(
+      "probe.privateTargets[0]", "10.23.0.10:80",
+      "probe.privateTargets[1]", "192.168.77.7:8080",
+      "probe.publicTarget", "203.0.113.10:80");
+
+  @Test
+  void theHookPodRunsTheRunnerWithTheProbeAccount() {
+    HelmChart.Rendered rendered = HelmChart.renderWithTestHooks(Map.of());
+    Map<String, Object> pod = rendered.get("Pod", "sandboxd-probe");
+    assertEquals("cai-system", (Object) at(pod, "metadata", "namespace"));
+    assertEquals("test", (Object) at(pod, "metadata", "annotations", HelmChart.RENAMED_HOOK_ANNOTATION));
+    assertEquals("sandboxd-probe", (Object) at(pod, "spec", "serviceAccountName"));
+    assertEquals("sandboxd.local/snippet-sandbox:dev", (Object) at(pod, "spec", "containers", 0, "image"));
+    assertEquals(List.of("python3", "/opt/sandboxd-probe/run_probe.py", "/opt/sandboxd-probe/config.json"),
+        (Object) at(pod, "spec", "containers", 0, "command"));
+    assertEquals(Map.of("type", "RuntimeDefault"), (Object) at(pod, "spec", "securityContext", "seccompProfile"));
+    assertEquals(true, (Object) at(pod, "spec", "containers", 0, "securityContext", "readOnlyRootFilesystem"));
+    assertEquals(List.of("ALL"), (Object) at(pod, "spec", "containers", 0, "securityContext", "capabilities", "drop"));
+    // A test hook only: not part of the release's regular manifests.
+    assertTrue(HelmChart.render().ofKind("Pod").isEmpty());
+  }
+
+  @Test
+  void probeSandboxPodsPassEveryAdmissionPolicyAsTheProbeAccount() {
+    List<Map<String, Object>> pods = probePods(HelmChart.render(TARGETS));
+    List<AdmissionPolicy> policies = PolicyFiles.admissionPolicies();
+    PolicyEvaluator evaluator = new PolicyEvaluator();
+    Map<String, Object> params = Yaml.copy(PolicyFiles.defaultParams());
+    for (Map<String, Object> pod : pods) {
+      AdmissionRequest request = AdmissionRequest.create(pod, PolicyFiles.PROBE_USER);
+      List<PolicyEvaluator.Denial> denials = new ArrayList<>();
+      policies.forEach(p -> denials.addAll(evaluator.evaluate(p, request, params)));
+      assertEquals(List.of(), denials, "probe pod " + at(pod, "metadata", "generateName"));
+    }
+  }
+
+  @Test
+  void probeSandboxPodsAreHardenedAndLabelledLikeSandboxdsButNeverAdoptable() {
+    List<Map<String, Object>> pods = probePods(HelmChart.render(values("runtimeClassName", "gvisor")));
+    assertEquals(List.of("snippet", "tool"), pods.stream().map(p -> (String) at(p, "metadata", "labels", "sandboxd.io/kind")).toList());
+    for (Map<String, Object> pod : pods) {
+      assertEquals("cai-sandbox", (Object) at(pod, "metadata", "namespace"));
+      assertEquals("sandboxd-probe", (Object) at(pod, "metadata", "labels", "app.kubernetes.io/managed-by"));
+      assertEquals(false, (Object) at(pod, "spec", "automountServiceAccountToken"));
+      assertEquals(false, (Object) at(pod, "spec", "enableServiceLinks"));
+      assertEquals("gvisor", (Object) at(pod, "spec", "runtimeClassName"));
+      assertEquals("sandboxd.local/snippet-sandbox:dev", (Object) at(pod, "spec", "containers", 0, "image"));
+      assertEquals(List.of("python3", "/opt/sandboxd/probe/sandbox_probe.py"), (Object) at(pod, "spec", "containers", 0, "command"));
+    }
+    assertEquals(Map.of("cpu", "1", "memory", "512Mi", "ephemeral-storage", "256Mi"),
+        (Object) at(pods.get(0), "spec", "containers", 0, "resources", "limits"));
+    assertEquals(Map.of("cpu", "2", "memory", "1Gi", "ephemeral-storage", "512Mi"),
+        (Object) at(pods.get(1), "spec", "containers", 0, "resources", "limits"));
+  }
+
+  @Test
+  void theRunnerGivesEachKindItsChecks() throws Exception {
+    List<Map<String, Object>> pods = dryRun(HelmChart.render(TARGETS));
+    assertEquals(List.of("--dns", "kubernetes.default.svc.cluster.local",
+            "--tcp", "169.254.169.254:80", "--tcp", "10.23.0.10:80", "--tcp", "192.168.77.7:8080",
+            "--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--tcp", "10.96.0.1:443"),
+        at(pods.get(0), "spec", "containers", 0, "args"));
+    assertEquals(List.of("--tcp", "169.254.169.254:80", "--tcp", "10.23.0.10:80", "--tcp", "192.168.77.7:8080",
+            "--no-sa-token", "--unshare", "--tcp-allowed", "203.0.113.10:80", "--tcp", "10.96.0.1:443"),
+        at(pods.get(1), "spec", "containers", 0, "args"));
+
+    List<Map<String, Object>> withoutApiCheck = dryRun(HelmChart.render(values("probe.checkApiServerFromTool", false)));
+    assertEquals(List.of("--tcp", "169.254.169.254:80", "--no-sa-token", "--unshare"),
+        (Object) at(withoutApiCheck.get(1), "spec", "containers", 0, "args"));
+  }
+
+  @Test
+  void disablingTheProbeRemovesItAndItsAdmissionRight() {
+    HelmChart.Rendered rendered = HelmChart.renderWithTestHooks(values("probe.enabled", false));
+    assertTrue(rendered.names().stream().noneMatch(n -> n.contains("probe")), rendered.names().toString());
+  }
+
+  private static List<Map<String, Object>> probePods(HelmChart.Rendered rendered) {
+    Map<String, Object> config = config(rendered);
+    List<Map<String, Object>> probes = (List<Map<String, Object>>) config.get("probes");
+    return probes.stream().map(p -> Yaml.copy((Map<String, Object>) p.get("pod"))).toList();
+  }
+
+  private static Map<String, Object> config(HelmChart.Rendered rendered) {
+    Map<String, Object> configMap = rendered.get("ConfigMap", "sandboxd-probe");
+    assertEquals(Files.exists(HelmChart.CHART.resolve("files/probe/run_probe.py")), true);
+    return Yaml.readJson(at(configMap, "data", "config.json"));
+  }
+
+  /** Runs the shipped runner in --dry-run mode (python3 needed) and returns the pods it would create. */
+  private static List<Map<String, Object>> dryRun(HelmChart.Rendered rendered) throws IOException, InterruptedException {
+    Map<String, Object> configMap = rendered.get("ConfigMap", "sandboxd-probe");
+    Path dir = Files.createTempDirectory("probe");
+    Path runner = dir.resolve("run_probe.py");
+    Path config = dir.resolve("config.json");
+    Files.writeString(runner, at(configMap, "data", "run_probe.py"));
+    Files.writeString(config, at(configMap, "data", "config.json"));
+    ProcessBuilder pb = new ProcessBuilder("python3", runner.toString(), "--dry-run", config.toString());
+    pb.environment().put("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+    pb.environment().put("KUBERNETES_SERVICE_PORT", "443");
+    Process p;
+    String out;
+    String err;
+    try {
+      try {
+        p = pb.start();
+      } catch (IOException e) {
+        assumeTrue(false, "skipped: no python3 to run the probe runner (" + e.getMessage() + ")");
+        throw e;
+      }
+      out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+      assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+    } finally {
+      HelmChart.deleteTree(dir);
+    }
+    assertEquals(0, p.exitValue(), err);
+    return (List<Map<String, Object>>) (Object) Yaml.normalize(new com.fasterxml.jackson.databind.ObjectMapper()
+        .readValue(out, List.class));
+  }
+}

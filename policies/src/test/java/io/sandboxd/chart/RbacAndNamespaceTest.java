@@ -1,0 +1,101 @@
+package io.sandboxd.chart;
+
+import static io.sandboxd.chart.HelmChart.values;
+import static io.sandboxd.policies.Yaml.at;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** Least privilege for sandboxd, and a sandbox namespace that enforces PodSecurity restricted. */
+class RbacAndNamespaceTest {
+
+  private static final HelmChart.Rendered DEFAULT = HelmChart.renderWithTestHooks(Map.of());
+
+  @Test
+  void nothingClusterWideIsGranted() {
+    assertEquals(List.of(), DEFAULT.ofKind("ClusterRole"));
+    assertEquals(List.of(), DEFAULT.ofKind("ClusterRoleBinding"));
+  }
+
+  @Test
+  void sandboxdMayManagePodsAndLeasesInTheSandboxNamespaceOnly() {
+    Map<String, Object> role = DEFAULT.get("Role", "sandboxd");
+    assertEquals("cai-sandbox", (Object) at(role, "metadata", "namespace"));
+    assertEquals(List.of(
+        Map.of("apiGroups", List.of(""), "resources", List.of("pods"),
+            "verbs", List.of("get", "list", "watch", "create", "update", "patch", "delete")),
+        Map.of("apiGroups", List.of("coordination.k8s.io"), "resources", List.of("leases"),
+            "verbs", List.of("get", "create", "update"))), role.get("rules"));
+
+    Map<String, Object> binding = DEFAULT.get("RoleBinding", "sandboxd");
+    assertEquals("cai-sandbox", (Object) at(binding, "metadata", "namespace"));
+    assertEquals(Map.of("apiGroup", "rbac.authorization.k8s.io", "kind", "Role", "name", "sandboxd"), binding.get("roleRef"));
+    assertEquals(List.of(Map.of("kind", "ServiceAccount", "name", "sandboxd", "namespace", "cai-system")),
+        binding.get("subjects"));
+  }
+
+  @Test
+  void noRoleTouchesSecretsOrWildcards() {
+    for (Map<String, Object> role : DEFAULT.ofKind("Role")) {
+      for (Map<String, Object> rule : (List<Map<String, Object>>) role.get("rules")) {
+        List<String> resources = (List<String>) rule.get("resources");
+        assertFalse(resources.contains("secrets"), role + " grants secrets");
+        assertFalse(resources.contains("*") || ((List<?>) rule.get("verbs")).contains("*")
+            || ((List<?>) rule.get("apiGroups")).contains("*"), role + " uses a wildcard");
+      }
+      assertEquals("cai-sandbox", (Object) at(role, "metadata", "namespace"), "roles live in the sandbox namespace");
+    }
+  }
+
+  @Test
+  void theProbeMayCreateReadAndDeletePodsAndReadTheirLogs() {
+    Map<String, Object> role = DEFAULT.get("Role", "sandboxd-probe");
+    assertEquals(List.of(
+        Map.of("apiGroups", List.of(""), "resources", List.of("pods"), "verbs", List.of("create", "get", "delete")),
+        Map.of("apiGroups", List.of(""), "resources", List.of("pods/log"), "verbs", List.of("get"))), role.get("rules"));
+    assertEquals(List.of(Map.of("kind", "ServiceAccount", "name", "sandboxd-probe", "namespace", "cai-system")),
+        DEFAULT.get("RoleBinding", "sandboxd-probe").get("subjects"));
+  }
+
+  @Test
+  void serviceAccountsDoNotAutomountTokensByDefault() {
+    for (Map<String, Object> sa : DEFAULT.ofKind("ServiceAccount")) {
+      assertEquals(false, sa.get("automountServiceAccountToken"), sa.toString());
+    }
+  }
+
+  @Test
+  void theSandboxNamespaceEnforcesPodSecurityRestricted() {
+    Map<String, Object> ns = DEFAULT.get("Namespace", "cai-sandbox");
+    Map<String, Object> labels = at(ns, "metadata", "labels");
+    assertEquals("restricted", labels.get("pod-security.kubernetes.io/enforce"));
+    assertEquals("latest", labels.get("pod-security.kubernetes.io/enforce-version"));
+    assertEquals("restricted", labels.get("pod-security.kubernetes.io/warn"));
+    assertEquals("restricted", labels.get("pod-security.kubernetes.io/audit"));
+    assertEquals(List.of(), HelmChart.render(values("sandboxNamespace.create", false)).ofKind("Namespace"));
+  }
+
+  @Test
+  void limitRangeAndQuotaBoundTheSandboxNamespace() {
+    Map<String, Object> limitRange = DEFAULT.get("LimitRange", "sandboxd-sandbox-limits");
+    assertEquals("cai-sandbox", (Object) at(limitRange, "metadata", "namespace"));
+    assertEquals(List.of(Map.of("type", "Container",
+        "defaultRequest", Map.of("cpu", "50m", "memory", "64Mi", "ephemeral-storage", "64Mi"),
+        "max", Map.of("cpu", "4", "memory", "4Gi", "ephemeral-storage", "2Gi"))), at(limitRange, "spec", "limits"));
+
+    Map<String, Object> quota = DEFAULT.get("ResourceQuota", "sandboxd-sandbox-quota");
+    assertEquals("cai-sandbox", (Object) at(quota, "metadata", "namespace"));
+    Map<String, Object> hard = at(quota, "spec", "hard");
+    assertEquals("50", hard.get("pods"));
+    assertTrue(hard.keySet().containsAll(List.of("limits.cpu", "limits.memory", "limits.ephemeral-storage")));
+
+    HelmChart.Rendered custom = HelmChart.render(values("sandboxNamespace.resourceQuota.hard.pods", "10",
+        "sandboxNamespace.limitRange.enabled", false));
+    assertEquals("10", (Object) at(custom.get("ResourceQuota", "sandboxd-sandbox-quota"), "spec", "hard", "pods"));
+    assertEquals(List.of(), custom.ofKind("LimitRange"));
+  }
+}

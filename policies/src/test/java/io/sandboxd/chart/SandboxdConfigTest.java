@@ -1,0 +1,123 @@
+package io.sandboxd.chart;
+
+import static io.sandboxd.chart.HelmChart.values;
+import static io.sandboxd.policies.Yaml.at;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.sandboxd.policies.Yaml;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** /etc/sandboxd/application.yaml as the chart renders it: every key of internal-contracts.md. */
+class SandboxdConfigTest {
+
+  /** The contract's application.yaml, verbatim from docs/internal-contracts.md. */
+  private static final String CONTRACT_DEFAULTS = """
+      server: {port: 8080, host: 0.0.0.0}
+      sandbox:
+        namespace: cai-sandbox
+        snippet:
+          image: sandboxd.local/snippet-sandbox:dev
+          poolTarget: 3
+          defaultTimeoutSeconds: 20
+          maxTimeoutSeconds: 60
+          warmWaitSeconds: 30
+          limits: {cpu: "1", memory: 512Mi, ephemeralStorage: 256Mi}
+          requests: {cpu: 50m, memory: 64Mi, ephemeralStorage: 64Mi}
+          workdirSizeLimit: 64Mi
+          maxOutputBytes: 1048576
+          maxFilesBytes: 8388608
+          pidsLimit: 256
+        tool:
+          defaultTimeoutSeconds: 30
+          maxTimeoutSeconds: 120
+          readyTimeoutSeconds: 110
+          maxRequestBytes: 1048576
+          maxResponseBytes: 8388608
+          limits: {cpu: "2", memory: 1Gi, ephemeralStorage: 512Mi}
+          requests: {cpu: 50m, memory: 64Mi, ephemeralStorage: 64Mi}
+        security:
+          seccompProfileType: RuntimeDefault
+          seccompLocalhostProfile: ""
+          runtimeClassName: ""
+        tokens:
+          keysDir: /etc/sandboxd/keys
+          audience: sandboxd
+          issuer: ""
+      """;
+
+  static Map<String, Object> applicationYaml(HelmChart.Rendered rendered) {
+    Map<String, Object> configMap = rendered.get("ConfigMap", "sandboxd-config");
+    assertEquals("cai-system", (Object) at(configMap, "metadata", "namespace"));
+    return Yaml.read(at(configMap, "data", "application.yaml"));
+  }
+
+  @Test
+  void defaultsAreTheContractDefaults() {
+    assertEquals(Yaml.read(CONTRACT_DEFAULTS), applicationYaml(HelmChart.render()));
+  }
+
+  @Test
+  void everyLimitAndKnobIsAValue() {
+    Map<String, Object> config = applicationYaml(HelmChart.render(values(
+        "sandboxNamespace.name", "sandboxes",
+        "snippet.image.repository", "registry.example/snippet",
+        "snippet.image.tag", "1.2.3",
+        "snippet.poolTarget", 5,
+        "snippet.defaultTimeoutSeconds", 10,
+        "snippet.maxTimeoutSeconds", 30,
+        "snippet.warmWaitSeconds", 15,
+        "snippet.limits.cpu", "500m",
+        "snippet.limits.memory", "256Mi",
+        "snippet.limits.ephemeralStorage", "128Mi",
+        "snippet.workdirSizeLimit", "32Mi",
+        "snippet.maxOutputBytes", 65536,
+        "snippet.maxFilesBytes", 1048576,
+        "snippet.pidsLimit", 128,
+        "tool.defaultTimeoutSeconds", 45,
+        "tool.maxTimeoutSeconds", 90,
+        "tool.readyTimeoutSeconds", 60,
+        "tool.maxRequestBytes", 2097152,
+        "tool.maxResponseBytes", 4194304,
+        "tool.limits.cpu", "3",
+        "tool.limits.memory", "2Gi",
+        "tool.requests.cpu", "100m",
+        "runtimeClassName", "gvisor",
+        "seccomp.profileType", "Localhost",
+        "tokens.audience", "sandboxd-prod",
+        "tokens.issuer", "https://control-plane.example")));
+    assertEquals("sandboxes", (Object) at(config, "sandbox", "namespace"));
+    assertEquals("registry.example/snippet:1.2.3", (Object) at(config, "sandbox", "snippet", "image"));
+    assertEquals(5L, (Object) at(config, "sandbox", "snippet", "poolTarget"));
+    assertEquals(10L, (Object) at(config, "sandbox", "snippet", "defaultTimeoutSeconds"));
+    assertEquals(30L, (Object) at(config, "sandbox", "snippet", "maxTimeoutSeconds"));
+    assertEquals(15L, (Object) at(config, "sandbox", "snippet", "warmWaitSeconds"));
+    assertEquals(Map.of("cpu", "500m", "memory", "256Mi", "ephemeralStorage", "128Mi"),
+        (Object) at(config, "sandbox", "snippet", "limits"));
+    assertEquals("32Mi", (Object) at(config, "sandbox", "snippet", "workdirSizeLimit"));
+    assertEquals(65536L, (Object) at(config, "sandbox", "snippet", "maxOutputBytes"));
+    assertEquals(1048576L, (Object) at(config, "sandbox", "snippet", "maxFilesBytes"));
+    assertEquals(128L, (Object) at(config, "sandbox", "snippet", "pidsLimit"));
+    assertEquals(45L, (Object) at(config, "sandbox", "tool", "defaultTimeoutSeconds"));
+    assertEquals(90L, (Object) at(config, "sandbox", "tool", "maxTimeoutSeconds"));
+    assertEquals(60L, (Object) at(config, "sandbox", "tool", "readyTimeoutSeconds"));
+    assertEquals(2097152L, (Object) at(config, "sandbox", "tool", "maxRequestBytes"));
+    assertEquals(4194304L, (Object) at(config, "sandbox", "tool", "maxResponseBytes"));
+    assertEquals(Map.of("cpu", "3", "memory", "2Gi", "ephemeralStorage", "512Mi"), (Object) at(config, "sandbox", "tool", "limits"));
+    assertEquals("100m", (Object) at(config, "sandbox", "tool", "requests", "cpu"));
+    assertEquals(Map.of("seccompProfileType", "Localhost", "seccompLocalhostProfile", "sandboxd/sandbox-strict.json",
+        "runtimeClassName", "gvisor"), at(config, "sandbox", "security"));
+    assertEquals(Map.of("keysDir", "/etc/sandboxd/keys", "audience", "sandboxd-prod",
+        "issuer", "https://control-plane.example"), at(config, "sandbox", "tokens"));
+  }
+
+  @Test
+  void aConfigChangeRollsTheDeployment() {
+    Object before = at(HelmChart.render().get("Deployment", "sandboxd"),
+        "spec", "template", "metadata", "annotations", "checksum/config");
+    Object after = at(HelmChart.render(values("snippet.poolTarget", 4)).get("Deployment", "sandboxd"),
+        "spec", "template", "metadata", "annotations", "checksum/config");
+    assertEquals(64, ((String) before).length());
+    org.junit.jupiter.api.Assertions.assertNotEquals(before, after);
+  }
+}

@@ -1,0 +1,80 @@
+package io.sandboxd.chart;
+
+import static io.sandboxd.chart.HelmChart.values;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.provider.Arguments;
+
+/** values.schema.json turns typos and wrong types into install errors. */
+class ValuesSchemaTest {
+
+  static List<Arguments> invalidValues() {
+    return List.of(
+        Arguments.of("a misspelt top-level key", values("replicaCont", 3)),
+        Arguments.of("a misspelt nested key", values("snippet.poolTraget", 5)),
+        Arguments.of("a misspelt deeply nested key", values("snippet.limits.memroy", "1Gi")),
+        Arguments.of("a string where an integer belongs", values("replicaCount", "many")),
+        Arguments.of("a string where a boolean belongs", values("networkPolicy.enabled", "sometimes")),
+        Arguments.of("an unknown seccomp profile type", values("seccomp.profileType", "Unconfined")),
+        Arguments.of("a malformed quantity", values("tool.limits.memory", "lots")),
+        Arguments.of("a malformed CIDR", values("networkPolicy.extraBlockedCidrs[0]", "10.0.0.0")),
+        Arguments.of("a malformed probe target", values("probe.privateTargets[0]", "10.0.0.1")),
+        Arguments.of("a comma in a creator name", values("admission.extraAllowedCreators[0]", "a,b")));
+  }
+
+  @ParameterizedTest(name = "rejects {0}")
+  @MethodSource("invalidValues")
+  void rejects(String what, Map<String, Object> values) {
+    HelmChart.HelmFailure failure = assertThrows(HelmChart.HelmFailure.class, () -> HelmChart.render(values));
+    assertTrue(failure.getMessage().toLowerCase().contains("schema"), failure.getMessage());
+  }
+
+  @Test
+  void acceptsValidOverrides() {
+    assertDoesNotThrow(() -> HelmChart.render(values(
+        "replicaCount", 3,
+        "snippet.limits.cpu", "500m",
+        "tool.limits.memory", "2Gi",
+        "networkPolicy.extraBlockedCidrs[0]", "192.0.2.0/24",
+        "networkPolicy.extraBlockedCidrs[1]", "2001:db8::/32",
+        "probe.privateTargets[0]", "10.1.2.3:8080",
+        "seccomp.profileType", "Localhost")));
+  }
+
+  @Test
+  void everyObjectInTheSchemaForbidsUnknownKeysUnlessItIsAFreeFormMap() throws Exception {
+    JsonNode schema = new ObjectMapper().readTree(Files.readString(HelmChart.CHART.resolve("values.schema.json")));
+    List<String> open = new ArrayList<>();
+    walk(schema, "", open);
+    // Maps whose keys are data (labels, annotations, quota names, key ids) or Kubernetes objects
+    // passed through verbatim are typed by their values instead.
+    assertTrue(List.of(".global", ".serviceAccount.annotations", ".podAnnotations", ".podLabels", ".nodeSelector",
+            ".affinity", ".sandboxNamespace.resourceQuota.hard", ".tokens.publicKeys",
+            ".networkPolicy.agentNamespaceSelector.matchLabels", ".networkPolicy.dns.podLabels",
+            ".tolerations[]").containsAll(open), "objects without additionalProperties: false: " + open);
+  }
+
+  private static void walk(JsonNode node, String path, List<String> open) {
+    if (node.path("type").asText().equals("object") || node.has("properties")) {
+      JsonNode additional = node.get("additionalProperties");
+      if (additional == null || additional.isObject()) {
+        open.add(path);
+      }
+    }
+    node.path("properties").fields().forEachRemaining(e -> walk(e.getValue(), path + "." + e.getKey(), open));
+    if (node.has("items")) {
+      walk(node.get("items"), path + "[]", open);
+    }
+  }
+}

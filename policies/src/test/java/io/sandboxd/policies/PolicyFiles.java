@@ -1,0 +1,63 @@
+package io.sandboxd.policies;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * Where the policy sources and fixtures live (tests run with the module directory, policies/,
+ * as working directory), and the admission params the chart renders by default.
+ */
+public final class PolicyFiles {
+
+  public static final Path POLICIES = Path.of("").toAbsolutePath();
+  public static final Path ADMISSION = POLICIES.resolve("admission");
+  public static final Path NETWORK_POLICIES = POLICIES.resolve("networkpolicies");
+  public static final Path SECCOMP_PROFILE = POLICIES.resolve("seccomp/sandbox-strict.json");
+  public static final Path GOOD_FIXTURES = POLICIES.resolve("fixtures/good");
+  public static final Path BAD_FIXTURES = POLICIES.resolve("fixtures/bad");
+
+  public static final String SANDBOXD_USER = "system:serviceaccount:cai-system:sandboxd";
+  public static final String PROBE_USER = "system:serviceaccount:cai-system:sandboxd-probe";
+
+  /** The fixtures' annotation naming the user that creates a pod-creators fixture. */
+  public static final String REQUEST_USERNAME = "fixtures.sandboxd.io/request-username";
+
+  private PolicyFiles() {}
+
+  /** The params ConfigMap as the chart renders it with default values (internal-contracts). */
+  public static Map<String, Object> defaultParams() {
+    return Map.of(
+        "apiVersion", "v1",
+        "kind", "ConfigMap",
+        "metadata", Map.of("name", "sandboxd-admission-params", "namespace", "cai-sandbox"),
+        "data", Map.of(
+            "maxCpu", "2",
+            "maxMemory", "1Gi",
+            "maxEphemeralStorage", "512Mi",
+            "allowedCreators", SANDBOXD_USER + "," + PROBE_USER));
+  }
+
+  public static List<Path> yamlFiles(Path dir) {
+    try (Stream<Path> files = Files.list(dir)) {
+      return files.filter(f -> f.getFileName().toString().endsWith(".yaml"))
+          .sorted(Comparator.comparing(Path::toString))
+          .toList();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  public static List<AdmissionPolicy> admissionPolicies() {
+    return yamlFiles(ADMISSION).stream().map(AdmissionPolicy::load).toList();
+  }
+
+  public static String baseName(Path file) {
+    return file.getFileName().toString().replaceFirst("\\.yaml$", "");
+  }
+}
