@@ -67,6 +67,17 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/*
+Full labels of a helper component's pods: the chart's labels without the sandboxd selector labels.
+*/}}
+{{- define "sandboxd.componentLabels" -}}
+helm.sh/chart: {{ include "sandboxd.chart" .ctx }}
+{{ include "sandboxd.componentSelectorLabels" . }}
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+app.kubernetes.io/part-of: sandboxd
+{{- end }}
+
+{{/*
 The sandboxd ServiceAccount (release namespace).
 */}}
 {{- define "sandboxd.serviceAccountName" -}}

@@ -21,9 +21,9 @@ import java.util.stream.Stream;
 
 /**
  * Lints and renders charts/sandboxd in-process with helm-java (Helm as a bundled native library,
- * no network, no cluster). Where that library cannot load, falls back to the helm binary at
- * /var/cache/sandboxd/bin/current/helm (or $SANDBOXD_HELM), and skips with the reason when
- * neither is available.
+ * no network, no cluster). Where that library cannot load, or with {@code -Dsandboxd.helm=binary},
+ * uses the helm binary at /var/cache/sandboxd/bin/current/helm (or $SANDBOXD_HELM) instead, and
+ * skips with the reason when neither is available.
  */
 public final class HelmChart {
 
@@ -172,9 +172,10 @@ public final class HelmChart {
   }
 
   private static String templateWithBinary(Path chart, String release, Map<String, Object> values) {
+    // --skip-tests: like helm-java, leave the test hooks out (renderWithTestHooks brings them in).
     List<String> args = new ArrayList<>(List.of("template", release, chart.toString(),
-        "--namespace", RELEASE_NAMESPACE, "--kube-version", KUBE_VERSION));
-    values.forEach((k, v) -> args.addAll(List.of("--set", k + "=" + v)));
+        "--namespace", RELEASE_NAMESPACE, "--kube-version", KUBE_VERSION, "--skip-tests"));
+    values.forEach((k, v) -> args.addAll(List.of("--set", k + "=" + String.valueOf(v).replace(",", "\\,"))));
     Result r = runBinary(args);
     if (r.exit() != 0) {
       throw new HelmFailure(r.output(), null);
@@ -185,6 +186,10 @@ public final class HelmChart {
   private static boolean useHelmJava() {
     if (helmJavaWorks == null) {
       synchronized (HelmChart.class) {
+        if (helmJavaWorks == null && "binary".equals(System.getProperty("sandboxd.helm"))) {
+          // -Dsandboxd.helm=binary: cross-check with the helm binary the e2e suite installs with.
+          helmJavaWorks = false;
+        }
         if (helmJavaWorks == null) {
           try {
             Helm.version().call();

@@ -101,6 +101,13 @@ class ProbeTest {
     assertTrue(rendered.names().stream().noneMatch(n -> n.contains("probe")), rendered.names().toString());
   }
 
+  @Test
+  void theRunnerInTheConfigMapIsTheShippedFile() throws Exception {
+    Map<String, Object> configMap = HelmChart.render().get("ConfigMap", "sandboxd-probe");
+    assertEquals(Files.readString(HelmChart.CHART.resolve("files/probe/run_probe.py")).strip(),
+        ((String) at(configMap, "data", "run_probe.py")).strip());
+  }
+
   private static List<Map<String, Object>> probePods(HelmChart.Rendered rendered) {
     Map<String, Object> config = config(rendered);
     List<Map<String, Object>> probes = (List<Map<String, Object>>) config.get("probes");
@@ -109,7 +116,6 @@ class ProbeTest {
 
   private static Map<String, Object> config(HelmChart.Rendered rendered) {
     Map<String, Object> configMap = rendered.get("ConfigMap", "sandboxd-probe");
-    assertEquals(Files.exists(HelmChart.CHART.resolve("files/probe/run_probe.py")), true);
     return Yaml.readJson(at(configMap, "data", "config.json"));
   }
 

@@ -29,7 +29,7 @@ class RbacAndNamespaceTest {
         Map.of("apiGroups", List.of(""), "resources", List.of("pods"),
             "verbs", List.of("get", "list", "watch", "create", "update", "patch", "delete")),
         Map.of("apiGroups", List.of("coordination.k8s.io"), "resources", List.of("leases"),
-            "verbs", List.of("get", "create", "update"))), role.get("rules"));
+            "verbs", List.of("get", "create", "update", "patch"))), role.get("rules"));
 
     Map<String, Object> binding = DEFAULT.get("RoleBinding", "sandboxd");
     assertEquals("cai-sandbox", (Object) at(binding, "metadata", "namespace"));
@@ -83,9 +83,14 @@ class RbacAndNamespaceTest {
   void limitRangeAndQuotaBoundTheSandboxNamespace() {
     Map<String, Object> limitRange = DEFAULT.get("LimitRange", "sandboxd-sandbox-limits");
     assertEquals("cai-sandbox", (Object) at(limitRange, "metadata", "namespace"));
+    // No max by default: Kubernetes would make it every container's default limit, and a pod
+    // without limits must be refused by sandboxd-resource-limits, not silently given some.
     assertEquals(List.of(Map.of("type", "Container",
-        "defaultRequest", Map.of("cpu", "50m", "memory", "64Mi", "ephemeral-storage", "64Mi"),
-        "max", Map.of("cpu", "4", "memory", "4Gi", "ephemeral-storage", "2Gi"))), at(limitRange, "spec", "limits"));
+        "defaultRequest", Map.of("cpu", "50m", "memory", "64Mi", "ephemeral-storage", "64Mi"))),
+        (Object) at(limitRange, "spec", "limits"));
+    Map<String, Object> withMax = HelmChart.render(values("sandboxNamespace.limitRange.max.cpu", "2"))
+        .get("LimitRange", "sandboxd-sandbox-limits");
+    assertEquals(Map.of("cpu", "2"), (Object) at(withMax, "spec", "limits", 0, "max"));
 
     Map<String, Object> quota = DEFAULT.get("ResourceQuota", "sandboxd-sandbox-quota");
     assertEquals("cai-sandbox", (Object) at(quota, "metadata", "namespace"));

@@ -6,12 +6,14 @@ import io.sandboxd.e2e.support.Sandboxd;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -66,11 +68,18 @@ class ContractErrorsIT {
     }
 
     @Test
-    void executorDyingMidRunIs502ExecutionFailed() {
-        // The snippet attacks its own executor (PID 1 of its pod, same uid): the run cannot complete.
-        ApiResponse r = sandboxd.execute(Map.of("code", "import os, signal, time\nos.kill(1, signal.SIGTERM)\ntime.sleep(10)", "timeout_s", 20));
+    void podLostMidRunIs502ExecutionFailed() throws Exception {
+        // Fault injection: the pod running the snippet is deleted under it, as an eviction would.
+        var k8s = sandboxd.k8s();
+        CompletableFuture<ApiResponse> run = CompletableFuture.supplyAsync(() ->
+                sandboxd.execute(Map.of("code", "import time\ntime.sleep(30)", "timeout_s", 40)));
+        var claimed = await().atMost(Duration.ofSeconds(30)).until(() -> k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
+                .withLabel("sandboxd.io/kind", "snippet").withLabel("sandboxd.io/state", "claimed").list().getItems(), l -> !l.isEmpty());
+        k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(claimed.get(0).getMetadata().getName()).withGracePeriod(0).delete();
+        ApiResponse r = run.get(60, TimeUnit.SECONDS);
         assertEquals(502, r.status(), r.toString());
         assertTrue(r.error().startsWith("sandbox execution failed: "), r.toString());
+        sandboxd.awaitWarmPool();
     }
 
     @Test
@@ -81,6 +90,10 @@ class ContractErrorsIT {
                 .withNewMetadata().withName("e2e-no-pods").endMetadata()
                 .withNewSpec().addToHard("count/pods", new io.fabric8.kubernetes.api.model.Quantity("0")).endSpec().build()).create();
         try {
+            // Quota admission enforces a quota once the quota controller has computed its usage.
+            k8s.resourceQuotas().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName("e2e-no-pods").waitUntilCondition(
+                    q -> q.getStatus() != null && q.getStatus().getUsed() != null && q.getStatus().getUsed().containsKey("count/pods"),
+                    60, TimeUnit.SECONDS);
             int warm = sandboxd.pool().json().get("warm").asInt();
             List<CompletableFuture<ApiResponse>> drains = new ArrayList<>();
             for (int i = 0; i < warm; i++) {

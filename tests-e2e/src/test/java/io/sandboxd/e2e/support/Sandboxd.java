@@ -85,6 +85,7 @@ public final class Sandboxd {
             Sandboxd sandboxd = new Sandboxd(k8s, new TokenMinter(keys.getPrivate(), KID));
             sandboxd.connect();
             sandboxd.awaitWarmPool();
+            sandboxd.awaitKeyAccepted();
             return sandboxd;
         } catch (IOException | java.security.GeneralSecurityException e) {
             throw new IllegalStateException("could not install sandboxd: " + e, e);
@@ -117,6 +118,18 @@ public final class Sandboxd {
             JsonNode pool = pool().json();
             return pool.path("warm").asInt() >= pool.path("target").asInt() && pool.path("in_flight").asInt() == 0;
         });
+    }
+
+    /**
+     * A new verification key reaches running replicas through the Secret volume (the kubelet syncs it
+     * within about a minute) and sandboxd picks it up without a restart: wait until every replica
+     * accepts this run's tokens.
+     */
+    private void awaitKeyAccepted() {
+        for (URI replica : replicas) {
+            await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofSeconds(1))
+                    .until(() -> send(replica, "POST", "/v1/execute", "{}", token()).status() != 401);
+        }
     }
 
     public KubernetesClient k8s() {

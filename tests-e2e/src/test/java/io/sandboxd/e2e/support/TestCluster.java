@@ -44,10 +44,10 @@ public final class TestCluster {
     }
 
     private static KubernetesClient connect() {
-        String kubeconfig = System.getenv("KUBECONFIG");
-        if (kubeconfig != null && !kubeconfig.isBlank()) {
+        String kubeconfigEnv = System.getenv("KUBECONFIG");
+        if (kubeconfigEnv != null && !kubeconfigEnv.isBlank()) {
             local = Files.isDirectory(Path.of(Env.clusterState()));
-            TestCluster.kubeconfig = Path.of(kubeconfig);
+            kubeconfig = Path.of(kubeconfigEnv);
             return new KubernetesClientBuilder().withConfig(Config.autoConfigure(null)).build();
         }
         if (!DockerClientFactory.instance().isDockerAvailable()) {
