@@ -120,7 +120,7 @@ start kube-controller-manager kube-controller-manager --kubeconfig="$CLUSTER_STA
   --authentication-kubeconfig="$CLUSTER_STATE/controller-manager.kubeconfig" --authorization-kubeconfig="$CLUSTER_STATE/controller-manager.kubeconfig" \
   --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" --use-service-account-credentials=true \
   --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
-  --allocate-node-cidrs=true --cluster-cidr="$POD_CIDR" --node-cidr-mask-size=24 --service-cluster-ip-range="$SERVICE_CIDR" \
+  --allocate-node-cidrs=true --cluster-cidr="$POD_CIDR" --node-cidr-mask-size=16 --service-cluster-ip-range="$SERVICE_CIDR" \
   --leader-elect=false --bind-address=127.0.0.1 --v=1
 start kube-scheduler kube-scheduler --kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" \
   --authentication-kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" --authorization-kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" \

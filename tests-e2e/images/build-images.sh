@@ -94,13 +94,13 @@ derive scratch pause "$stage/pause" --config.entrypoint /pause --config.user 655
 
 # --- plain python (e2e probe pods, policy fixtures) ----------------------------------------------
 mkdir -p "$stage/python/opt/sandboxd/probe"
-cp "$repo/toolrunner/probe/sandbox_probe.py" "$stage/python/opt/sandboxd/probe/"
+cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/isolation_gate.py" "$stage/python/opt/sandboxd/probe/"
 derive python-base python "$stage/python" --config.cmd python3 && export_image python sandboxd.local/python:dev
 
 # --- snippet sandbox: the executor -----------------------------------------------------------------
 mkdir -p "$stage/snippet/opt/sandboxd/probe"
 cp -r "$repo/toolrunner/sandbox_executor" "$stage/snippet/opt/sandboxd/"
-cp "$repo/toolrunner/probe/sandbox_probe.py" "$stage/snippet/opt/sandboxd/probe/"
+cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/isolation_gate.py" "$stage/snippet/opt/sandboxd/probe/"
 find "$stage/snippet" -name __pycache__ -prune -exec rm -rf {} +
 derive python-base snippet-sandbox "$stage/snippet" --config.env PYTHONPATH=/opt/sandboxd \
   --config.cmd python3 --config.cmd=-m --config.cmd sandbox_executor && export_image snippet-sandbox sandboxd.local/snippet-sandbox:dev

@@ -201,6 +201,22 @@ spec:
   {{- end }}
   securityContext:
     {{- include "sandboxd.sandboxPodSecurityContext" $ | nindent 4 }}
+  initContainers:
+    # The same isolation gate sandboxd puts in front of every sandbox (NetworkPolicy enforcers program
+    # a new pod's rules asynchronously), best-effort here: if isolation never comes, the probe itself
+    # must run and report the escapes.
+    - name: isolation-gate
+      image: {{ include "sandboxd.snippetImage" $ }}
+      imagePullPolicy: {{ $.Values.snippet.image.pullPolicy }}
+      command: ["python3", "/opt/sandboxd/probe/isolation_gate.py", "--within", "30", "--best-effort"
+                {{- if eq $kind "tool" }}, "--dns", "kubernetes.default.svc"{{ end }}]
+      securityContext:
+        {{- include "sandboxd.containerSecurityContext" $ | nindent 8 }}
+      resources:
+        requests:
+          {{- include "sandboxd.resourceList" $requests | nindent 10 }}
+        limits:
+          {{- include "sandboxd.resourceList" $limits | nindent 10 }}
   containers:
     - name: probe
       image: {{ include "sandboxd.snippetImage" $ }}

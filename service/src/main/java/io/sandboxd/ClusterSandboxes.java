@@ -62,7 +62,7 @@ final class ClusterSandboxes implements AutoCloseable {
                                                                                 snippet.maxFilesBytes()));
         snippetRunner = new PooledSnippetRunner(pool, sessions, executor, counters, snippet.poolTarget(), warmWait);
 
-        toolCaller = new PodToolCaller(toolPods, writes, new ToolPodSpec(namespace, tool, config.security()),
+        toolCaller = new PodToolCaller(toolPods, writes, new ToolPodSpec(namespace, tool, config.security(), snippet.image()),
                                        ToolRunnerClient.create(ApiJson.MAPPER, tool.maxResponseBytes()),
                                        Duration.ofSeconds(tool.readyTimeoutSeconds()));
 

@@ -1,5 +1,6 @@
 package io.sandboxd.pods;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -7,6 +8,8 @@ import io.sandboxd.config.ResourceSettings;
 import io.sandboxd.config.SecuritySettings;
 
 import io.fabric8.kubernetes.api.model.Capabilities;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.CapabilitiesBuilder;
 import io.fabric8.kubernetes.api.model.PodSecurityContext;
 import io.fabric8.kubernetes.api.model.PodSecurityContextBuilder;
@@ -95,6 +98,34 @@ final class PodHardening {
                 .withTimeoutSeconds(1)
                 .withSuccessThreshold(1)
                 .withFailureThreshold(3)
+                .build();
+    }
+
+    /** The isolation gate in the platform's own snippet image (toolrunner/probe/isolation_gate.py). */
+    static final String ISOLATION_GATE = "/opt/sandboxd/probe/isolation_gate.py";
+
+    /**
+     * An init container, from the platform's image so an agent's image cannot skip it, that holds the
+     * sandbox back until its NetworkPolicy is observably in force: NetworkPolicy enforcers program a new
+     * pod's rules asynchronously, and the e2e suite saw a fresh tool pod reach the metadata address in
+     * that window. See the gate's own doc for what it checks.
+     *
+     * @param platformImage the snippet image, which carries the gate
+     * @param dnsName       a name cluster DNS must resolve first (tool pods), or {@code null}
+     */
+    static Container isolationGate(String platformImage, SecuritySettings security, ResourceRequirements resources,
+                                   String dnsName) {
+        List<String> command = new ArrayList<>(List.of("python3", ISOLATION_GATE));
+        if (dnsName != null) {
+            command.addAll(List.of("--dns", dnsName));
+        }
+        return new ContainerBuilder()
+                .withName("isolation-gate")
+                .withImage(platformImage)
+                .withImagePullPolicy("IfNotPresent")
+                .withCommand(command)
+                .withResources(resources)
+                .withSecurityContext(containerSecurityContext(security))
                 .build();
     }
 

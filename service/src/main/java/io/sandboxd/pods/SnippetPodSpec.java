@@ -123,6 +123,8 @@ public final class SnippetPodSpec {
                 .withNewDnsConfig().withNameservers("127.0.0.1").endDnsConfig()
                 .withRuntimeClassName(security.runtimeClassName().isBlank() ? null : security.runtimeClassName())
                 .withSecurityContext(PodHardening.podSecurityContext(security))
+                .withInitContainers(PodHardening.isolationGate(snippet.image(), security,
+                        PodHardening.resources(snippet.limits(), snippet.requests()), null))
                 .addNewContainer()
                     .withName(CONTAINER)
                     .withImage(snippet.image())

@@ -25,19 +25,25 @@ public final class ToolPodSpec {
     /** Seconds added to ready timeout plus call timeout for the kubelet-enforced {@code activeDeadlineSeconds}. */
     static final long DEADLINE_MARGIN_SECONDS = 60;
 
+    /** A name cluster DNS must resolve before the tool runs (the tool policy allows DNS). */
+    static final String DNS_CANARY = "kubernetes.default.svc";
+
     private final String namespace;
     private final ToolSettings tool;
     private final SecuritySettings security;
+    private final String platformImage;
 
     /**
      * @param namespace sandbox namespace
      * @param tool      tool settings (limits)
      * @param security  seccomp and runtime class
+     * @param platformImage the platform's snippet image, which runs the isolation gate
      */
-    public ToolPodSpec(String namespace, ToolSettings tool, SecuritySettings security) {
+    public ToolPodSpec(String namespace, ToolSettings tool, SecuritySettings security, String platformImage) {
         this.namespace = namespace;
         this.tool = tool;
         this.security = security;
+        this.platformImage = platformImage;
     }
 
     /**
@@ -85,6 +91,8 @@ public final class ToolPodSpec {
                     .withDnsPolicy("ClusterFirst")
                     .withRuntimeClassName(security.runtimeClassName().isBlank() ? null : security.runtimeClassName())
                     .withSecurityContext(PodHardening.podSecurityContext(security))
+                    .withInitContainers(PodHardening.isolationGate(platformImage, security,
+                            PodHardening.resources(tool.limits(), tool.requests()), DNS_CANARY))
                     .addNewContainer()
                         .withName(CONTAINER)
                         .withImage(image)

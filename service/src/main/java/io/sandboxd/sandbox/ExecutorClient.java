@@ -93,6 +93,7 @@ public final class ExecutorClient {
         }
 
         Duration deadline = Duration.ofSeconds(timeoutSeconds).plus(DEADLINE_MARGIN);
+        http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
         PodHttp.Reply reply;
         try {
             reply = http.post(PodHttp.uri(podIp, port, "/run"), payload, deadline, maxReplyBytes);

@@ -47,6 +47,10 @@ final class PodHttp {
 
     private static final int MAX_DETAIL_CHARS = 1024;
 
+    /** How long a freshly Ready pod may take to become reachable from sandboxd, and how often to look. */
+    static final Duration REACHABLE_WITHIN = Duration.ofSeconds(10);
+    private static final Duration REACHABILITY_RETRY = Duration.ofMillis(50);
+
     private final HttpClient client;
 
     PodHttp(HttpClient client) {
@@ -64,6 +68,37 @@ final class PodHttp {
     static URI uri(String podIp, int port, String path) {
         String host = podIp.contains(":") && !podIp.startsWith("[") ? "[" + podIp + "]" : podIp;
         return URI.create("http://" + host + ":" + port + path);
+    }
+
+    /**
+     * Waits until the pod answers HTTP at all (any status) from here, for at most {@code within}.
+     * The kubelet marks a pod Ready from the node; the NetworkPolicy enforcer opens the path from
+     * sandboxd to a new pod a moment later, and a request sent into that gap is refused before it
+     * reaches the pod. Probing {@code /healthz} first keeps the pod's one-shot request from being
+     * spent on that race. After {@code within} it returns anyway and the real request reports the failure.
+     */
+    void awaitReachable(String podIp, int port, Duration within) {
+        HttpRequest probe = HttpRequest.newBuilder(uri(podIp, port, "/healthz")).timeout(Duration.ofSeconds(1)).GET().build();
+        long deadline = System.nanoTime() + within.toNanos();
+        while (System.nanoTime() < deadline) {
+            try {
+                client.send(probe, HttpResponse.BodyHandlers.discarding());
+                return;
+            } catch (IOException notYetReachable) {
+                sleepQuietly(REACHABILITY_RETRY);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    private static void sleepQuietly(Duration pause) {
+        try {
+            Thread.sleep(pause);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     Reply post(URI uri, byte[] json, Duration deadline, long maxReplyBytes) throws NoReply {

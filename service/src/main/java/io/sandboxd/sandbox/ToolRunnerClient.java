@@ -69,6 +69,7 @@ public final class ToolRunnerClient {
         } catch (JsonProcessingException e) {
             throw SandboxFailure.badGateway("tool execution failed: " + SandboxFailure.describe(e), e);
         }
+        http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
         PodHttp.Reply reply;
         try {
             reply = http.post(PodHttp.uri(podIp, port, "/call"), payload, Duration.ofSeconds(timeoutSeconds),

@@ -33,6 +33,8 @@ class PodSpecTest {
         PodSpec spec = pod.getSpec();
         assertHardened(spec, "RuntimeDefault", null);
         assertEquals("None", spec.getDnsPolicy());
+        assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py"), spec.getInitContainers().get(0).getCommand());
+        assertEquals(Boolean.TRUE, spec.getInitContainers().get(0).getSecurityContext().getReadOnlyRootFilesystem());
         assertEquals(List.of("127.0.0.1"), spec.getDnsConfig().getNameservers());
         assertNull(spec.getRuntimeClassName());
 
@@ -85,7 +87,7 @@ class PodSpecTest {
 
     @Test
     void toolPodIsHardenedAndGetsDns() {
-        Pod pod = new ToolPodSpec("cai-sandbox", TestSettings.TOOL, TestSettings.RUNTIME_DEFAULT)
+        Pod pod = new ToolPodSpec("cai-sandbox", TestSettings.TOOL, TestSettings.RUNTIME_DEFAULT, TestSettings.SNIPPET.image())
                 .pod("localhost:30500/agents/my-agent:abc123", "Team Blue/Prod!", "analyst", "req-7", 30);
         assertEquals("tool-", pod.getMetadata().getGenerateName());
         assertEquals("tool", pod.getMetadata().getLabels().get("sandboxd.io/kind"));
@@ -98,6 +100,10 @@ class PodSpecTest {
         assertEquals("ClusterFirst", spec.getDnsPolicy());
         assertNull(spec.getDnsConfig());
         assertEquals(110L + 30L + 60L, spec.getActiveDeadlineSeconds());
+        Container gate = spec.getInitContainers().get(0);
+        assertEquals("sandboxd.local/snippet-sandbox:dev", gate.getImage(), "the gate comes from the platform's image");
+        assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py", "--dns", "kubernetes.default.svc"),
+                gate.getCommand());
         Container c = spec.getContainers().get(0);
         assertEquals("localhost:30500/agents/my-agent:abc123", c.getImage());
         assertEquals(List.of("python3", "-m", "crusoe_adk.toolrunner"), c.getCommand());
@@ -129,20 +135,21 @@ class PodSpecTest {
         assertEquals(seccompType, spec.getSecurityContext().getSeccompProfile().getType());
         assertEquals(localhostProfile, spec.getSecurityContext().getSeccompProfile().getLocalhostProfile());
         assertEquals(1, spec.getContainers().size());
-        assertTrue(spec.getInitContainers() == null || spec.getInitContainers().isEmpty());
-        Container c = spec.getContainers().get(0);
-        assertEquals("IfNotPresent", c.getImagePullPolicy());
-        assertEquals(Boolean.FALSE, c.getSecurityContext().getAllowPrivilegeEscalation());
-        assertEquals(Boolean.FALSE, c.getSecurityContext().getPrivileged());
-        assertEquals(Boolean.TRUE, c.getSecurityContext().getReadOnlyRootFilesystem());
-        assertEquals(Boolean.TRUE, c.getSecurityContext().getRunAsNonRoot());
-        assertEquals(List.of("ALL"), c.getSecurityContext().getCapabilities().getDrop());
-        assertTrue(c.getSecurityContext().getCapabilities().getAdd() == null
-                           || c.getSecurityContext().getCapabilities().getAdd().isEmpty());
-        assertEquals(seccompType, c.getSecurityContext().getSeccompProfile().getType());
-        for (String resource : List.of("cpu", "memory", "ephemeral-storage")) {
-            assertTrue(c.getResources().getLimits().containsKey(resource), resource);
-            assertTrue(c.getResources().getRequests().containsKey(resource), resource);
+        assertEquals(1, spec.getInitContainers().size(), "the isolation gate only");
+        for (Container c : List.of(spec.getContainers().get(0), spec.getInitContainers().get(0))) {
+            assertEquals("IfNotPresent", c.getImagePullPolicy());
+            assertEquals(Boolean.FALSE, c.getSecurityContext().getAllowPrivilegeEscalation());
+            assertEquals(Boolean.FALSE, c.getSecurityContext().getPrivileged());
+            assertEquals(Boolean.TRUE, c.getSecurityContext().getReadOnlyRootFilesystem());
+            assertEquals(Boolean.TRUE, c.getSecurityContext().getRunAsNonRoot());
+            assertEquals(List.of("ALL"), c.getSecurityContext().getCapabilities().getDrop());
+            assertTrue(c.getSecurityContext().getCapabilities().getAdd() == null
+                               || c.getSecurityContext().getCapabilities().getAdd().isEmpty());
+            assertEquals(seccompType, c.getSecurityContext().getSeccompProfile().getType());
+            for (String resource : List.of("cpu", "memory", "ephemeral-storage")) {
+                assertTrue(c.getResources().getLimits().containsKey(resource), resource);
+                assertTrue(c.getResources().getRequests().containsKey(resource), resource);
+            }
         }
         for (Volume v : spec.getVolumes()) {
             assertTrue(v.getEmptyDir() != null && v.getEmptyDir().getSizeLimit() != null,

@@ -70,7 +70,8 @@ class PodToolCallerTest {
 
     private PodToolCaller caller(Duration readyTimeout) {
         ToolPodSpec spec = new ToolPodSpec(NS, io.sandboxd.TestSettings.TOOL,
-                                           new SecuritySettings("RuntimeDefault", "", ""));
+                                           new SecuritySettings("RuntimeDefault", "", ""),
+                                           io.sandboxd.TestSettings.SNIPPET.image());
         return new PodToolCaller(tools, new PodWrites(client, NS), spec,
                                  new ToolRunnerClient(HttpClient.newHttpClient(), JSON, 1 << 20, runner.port()),
                                  readyTimeout);

@@ -1,6 +1,7 @@
 package io.sandboxd.e2e.bench;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Sandboxd;
@@ -90,6 +91,12 @@ class WarmPoolBenchmark {
         // The very pod spec sandboxd's pool uses, with the chart's defaults.
         SandboxConfig config = SandboxConfig.from(ConfigLoader.load(null).get("sandbox"));
         try (TestPods ns = TestPods.inFreshNamespace(k8s, "e2e-bench-cold", Map.of("e2e", "bench"))) {
+            // No egress (so the pod's isolation gate opens, as in the sandbox namespace); ingress open to
+            // the benchmark, which calls the executor directly.
+            k8s.network().networkPolicies().inNamespace(ns.namespace()).resource(new NetworkPolicyBuilder()
+                    .withNewMetadata().withName("no-egress").endMetadata()
+                    .withNewSpec().withNewPodSelector().endPodSelector().withPolicyTypes("Ingress", "Egress")
+                    .addNewIngress().endIngress().endSpec().build()).create();
             for (int i = 0; i < COLD_RUNS; i++) {
                 long t = System.nanoTime();
                 Pod pod = new SnippetPodSpec(ns.namespace(), config.snippet(), config.security()).poolPod();
