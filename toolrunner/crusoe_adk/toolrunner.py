@@ -152,6 +152,9 @@ class ToolRunnerHandler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
+        # Said outright: an HTTP/1.0 reply alone does not stop Java's HttpClient from pooling the
+        # connection, and a request sent on it after this server closed it gets no bytes back.
+        self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(payload)
 

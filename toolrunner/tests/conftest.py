@@ -34,6 +34,8 @@ class Server:
         data = response.read()
         connection.close()
         assert response.getheader("Content-Length") == str(len(data))
+        # Every reply closes its connection explicitly (sandboxd's HTTP client must never reuse one).
+        assert response.getheader("Connection") == "close"
         return response.status, json.loads(data), response.headers
 
     def post(self, path, body):
