@@ -49,7 +49,7 @@ down: cluster-down ## stop everything `make up` started
 e2e: ## the end-to-end suite against $$KUBECONFIG (or the local cluster)
 	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(MVN) -pl tests-e2e -am -Pe2e -DskipUnitTests=true verify
 
-test: unit-test ## every test: unit tests, then the cluster up, the e2e suite, the cluster down
+test: packages unit-test ## every test: unit tests, then the cluster up, the e2e suite, the cluster down
 	$(MAKE) cluster-up
 	status=0; $(MAKE) e2e || status=$$?; $(MAKE) cluster-down; exit $$status
 

@@ -28,6 +28,7 @@ class SandboxdConfigTest {
           maxOutputBytes: 1048576
           maxFilesBytes: 8388608
           pidsLimit: 256
+          sessionIdleSeconds: 300
         tool:
           defaultTimeoutSeconds: 30
           maxTimeoutSeconds: 120
