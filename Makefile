@@ -9,7 +9,7 @@ export PATH := $(JAVA_HOME)/bin:$(PATH)
 export SANDBOXD_CACHE ?= /var/cache/sandboxd
 CLUSTER := tests-e2e/cluster
 KUBECONFIG_LOCAL := /var/lib/sandboxd-cluster/admin.kubeconfig
-MVN := mvn -B -q -Dstyle.color=never
+MVN := mvn -B -ntp -Dstyle.color=never
 
 .PHONY: help build unit-test packages cluster-bins images cluster-up cluster-down cluster-status up down e2e test bench
 
