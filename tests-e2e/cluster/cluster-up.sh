@@ -95,7 +95,7 @@ EOF
 for c in admin controller-manager scheduler kubelet kube-proxy; do kubeconfig "$c" "$c"; done
 
 # --- 4. etcd and the control plane -------------------------------------------------------------------
-start etcd etcd --name sandboxd --data-dir "$CLUSTER_STATE/etcd" \
+start etcd etcd --name sandboxd --data-dir "$ETCD_DATA" \
   --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
   --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
   --initial-cluster sandboxd=http://127.0.0.1:2380 --quota-backend-bytes 2147483648
@@ -165,9 +165,12 @@ EOF
 CTR_SOCK=$CLUSTER_STATE/containerd/containerd.sock
 start containerd containerd --config "$CLUSTER_STATE/containerd/config.toml"
 wait_for containerd 30 ctr --address "$CTR_SOCK" version
+imports=()
 for img in "$SANDBOXD_CACHE"/images/*.tar; do
-  ctr --address "$CTR_SOCK" -n k8s.io images import "$img" >/dev/null
+  ctr --address "$CTR_SOCK" -n k8s.io images import "$img" >/dev/null &
+  imports+=($!)
 done
+for pid in "${imports[@]}"; do wait "$pid"; done  # only the imports: the daemons are children too
 log "containerd up; imported $(ls "$SANDBOXD_CACHE"/images/*.tar | wc -l) images"
 
 cat > "$CLUSTER_STATE/kubelet-config.yaml" <<EOF

@@ -52,6 +52,8 @@ final class ExecuteService implements HttpService {
                                                                    request.timeoutSeconds(), request.files(),
                                                                    request.sessionId()));
                 call.succeeded(outcome.sandboxId(), outcome.reply().exitCode(), "ok");
+                call.timing("wait_ms", outcome.waitMillis());
+                call.timing("run_ms", outcome.reply().durationMs());
                 ApiJson.send(res, 200, ExecuteResponse.from(outcome));
             } catch (RuntimeException e) {
                 throw call.failed(e);

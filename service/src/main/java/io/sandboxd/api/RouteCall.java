@@ -30,6 +30,7 @@ final class RouteCall implements AutoCloseable {
     private int status = 500;
     private String outcome = "internal_error";
     private String error;
+    private final Map<String, Long> timings = new LinkedHashMap<>();
 
     RouteCall(String route, String requestId, ApiMetrics metrics, InFlightRequests inFlight) {
         this.route = route;
@@ -45,6 +46,11 @@ final class RouteCall implements AutoCloseable {
 
     long elapsedMillis() {
         return (System.nanoTime() - startNanos) / 1_000_000;
+    }
+
+    /** Adds a timing (e.g. {@code wait_ms}: waiting for and claiming a pod) to the audit line. */
+    void timing(String name, long millis) {
+        timings.put(name, millis);
     }
 
     void succeeded(String sandboxId, Integer exitCode, String outcome) {
@@ -98,6 +104,7 @@ final class RouteCall implements AutoCloseable {
         if (error != null) {
             fields.put("error", error);
         }
+        fields.putAll(timings);
         fields.put("duration_ms", millis);
         LogRecord record = new LogRecord(Level.INFO, "audit");
         record.setLoggerName(AUDIT.getName());

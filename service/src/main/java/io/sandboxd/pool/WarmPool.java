@@ -8,6 +8,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.logging.Logger;
 
 import io.sandboxd.pods.SandboxLabels;
@@ -36,6 +38,8 @@ public final class WarmPool {
     private final Clock clock;
     /** Pods this replica is claiming right now, so its own requests do not race each other for one pod. */
     private final Set<String> reserved = ConcurrentHashMap.newKeySet();
+    /** Deletions run on their own threads: a run's response must not wait for the API server. */
+    private final ExecutorService deletions = Executors.newVirtualThreadPerTaskExecutor();
 
     /**
      * @param cache     snippet pod informer
@@ -70,16 +74,19 @@ public final class WarmPool {
     }
 
     /**
-     * Destroys a pod after its run (grace period 0); the reconciler refills.
+     * Destroys a pod after its run (grace period 0), in the background; the reconciler refills. If this replica
+     * dies first, the claim is orphaned and the leader's reconciler deletes the pod.
      *
      * @param podName pod name
      */
     public void release(String podName) {
-        try {
-            writes.delete(podName);
-        } finally {
-            reserved.remove(podName);
-        }
+        deletions.execute(() -> {
+            try {
+                writes.delete(podName);
+            } finally {
+                reserved.remove(podName);
+            }
+        });
     }
 
     /**

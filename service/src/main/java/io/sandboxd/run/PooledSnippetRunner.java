@@ -49,9 +49,11 @@ public final class PooledSnippetRunner implements SnippetRunner, PoolStatusSourc
                 return sessions.runInSession(job.caller().project(), job.caller().agent(), job.sessionId().get(),
                                              job.requestId(), pod -> runOnSessionPod(pod, job));
             }
+            long claimStart = System.nanoTime();
             ClaimedPod pod = pool.claim(job.requestId(), job.caller().project(), warmWait);
+            long waitMillis = (System.nanoTime() - claimStart) / 1_000_000;
             try {
-                return new SnippetOutcome(pod.name(), execute(pod, job));
+                return new SnippetOutcome(pod.name(), execute(pod, job), waitMillis);
             } finally {
                 pool.release(pod.name());
             }

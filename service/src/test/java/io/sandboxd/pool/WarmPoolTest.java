@@ -167,6 +167,7 @@ class WarmPoolTest {
         awaitWarm(1);
         ClaimedPod pod = a.claim("req", "p", Duration.ofSeconds(5));
         a.release(pod.name());
+        client.pods().inNamespace(NS).withName("sandbox-used").waitUntilCondition(java.util.Objects::isNull, 5, TimeUnit.SECONDS);
         assertNull(client.pods().inNamespace(NS).withName("sandbox-used").get());
     }
 
