@@ -11,8 +11,10 @@ import io.fabric8.kubernetes.api.model.Capabilities;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
 import io.fabric8.kubernetes.api.model.CapabilitiesBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodSecurityContext;
 import io.fabric8.kubernetes.api.model.PodSecurityContextBuilder;
+import io.fabric8.kubernetes.api.model.PodSpec;
 import io.fabric8.kubernetes.api.model.Probe;
 import io.fabric8.kubernetes.api.model.ProbeBuilder;
 import io.fabric8.kubernetes.api.model.Quantity;
@@ -37,6 +39,26 @@ final class PodHardening {
     static final int POD_PORT = 8080;
 
     private PodHardening() {
+    }
+
+    /**
+     * Applies the pod-level rules every sandbox pod shares: one use, no service-account token, no service
+     * links, no host namespaces, no grace period, the pod security context and the optional runtime class.
+     *
+     * @return the pod, hardened
+     */
+    static Pod hardenPod(Pod pod, SecuritySettings security) {
+        PodSpec spec = pod.getSpec();
+        spec.setRestartPolicy("Never");
+        spec.setAutomountServiceAccountToken(false);
+        spec.setEnableServiceLinks(false);
+        spec.setHostNetwork(false);
+        spec.setHostPID(false);
+        spec.setHostIPC(false);
+        spec.setTerminationGracePeriodSeconds(0L);
+        spec.setRuntimeClassName(security.runtimeClassName().isBlank() ? null : security.runtimeClassName());
+        spec.setSecurityContext(podSecurityContext(security));
+        return pod;
     }
 
     static PodSecurityContext podSecurityContext(SecuritySettings security) {

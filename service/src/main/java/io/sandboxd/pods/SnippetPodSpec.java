@@ -110,19 +110,10 @@ public final class SnippetPodSpec {
             pod.editMetadata().withName(name).endMetadata();
         }
         pod.withNewSpec()
-                .withRestartPolicy("Never")
-                .withAutomountServiceAccountToken(false)
-                .withEnableServiceLinks(false)
-                .withHostNetwork(false)
-                .withHostPID(false)
-                .withHostIPC(false)
-                .withTerminationGracePeriodSeconds(0L)
                 // DNS points at a loopback address where nothing listens, so a lookup fails at once instead of
                 // timing out; the NetworkPolicy blocks all egress as well.
                 .withDnsPolicy("None")
                 .withNewDnsConfig().withNameservers("127.0.0.1").endDnsConfig()
-                .withRuntimeClassName(security.runtimeClassName().isBlank() ? null : security.runtimeClassName())
-                .withSecurityContext(PodHardening.podSecurityContext(security))
                 .withInitContainers(PodHardening.isolationGate(snippet.image(), security,
                         PodHardening.resources(snippet.limits(), snippet.requests()), null))
                 .addNewContainer()
@@ -143,6 +134,6 @@ public final class SnippetPodSpec {
                 .withVolumes(PodHardening.emptyDir("workspace", snippet.workdirSizeLimit()),
                              PodHardening.emptyDir("tmp", snippet.tmpSizeLimit()))
                 .endSpec();
-        return pod.build();
+        return PodHardening.hardenPod(pod.build(), security);
     }
 }

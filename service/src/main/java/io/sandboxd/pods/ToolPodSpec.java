@@ -70,7 +70,7 @@ public final class ToolPodSpec {
         List<EnvVar> env = List.of(new EnvVar("HOME", "/tmp", null),
                                    new EnvVar("PYTHONDONTWRITEBYTECODE", "1", null),
                                    new EnvVar("PYTHONUNBUFFERED", "1", null));
-        return new PodBuilder()
+        Pod pod = new PodBuilder()
                 .withNewMetadata()
                     .withGenerateName(GENERATE_NAME)
                     .withNamespace(namespace)
@@ -78,19 +78,10 @@ public final class ToolPodSpec {
                     .withAnnotations(annotations)
                 .endMetadata()
                 .withNewSpec()
-                    .withRestartPolicy("Never")
-                    .withAutomountServiceAccountToken(false)
-                    .withEnableServiceLinks(false)
-                    .withHostNetwork(false)
-                    .withHostPID(false)
-                    .withHostIPC(false)
-                    .withTerminationGracePeriodSeconds(0L)
                     // A backstop if sandboxd dies mid-call: the kubelet stops the pod on its own.
                     .withActiveDeadlineSeconds(tool.readyTimeoutSeconds() + (long) timeoutSeconds
                                                        + DEADLINE_MARGIN_SECONDS)
                     .withDnsPolicy("ClusterFirst")
-                    .withRuntimeClassName(security.runtimeClassName().isBlank() ? null : security.runtimeClassName())
-                    .withSecurityContext(PodHardening.podSecurityContext(security))
                     .withInitContainers(PodHardening.isolationGate(platformImage, security,
                             PodHardening.resources(tool.limits(), tool.requests()), DNS_CANARY))
                     .addNewContainer()
@@ -109,5 +100,6 @@ public final class ToolPodSpec {
                     .withVolumes(PodHardening.emptyDir("tmp", tool.tmpSizeLimit()))
                 .endSpec()
                 .build();
+        return PodHardening.hardenPod(pod, security);
     }
 }

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -46,14 +47,27 @@ class SnippetIsolationIT {
 
     @Test
     void snippetReachesNothingNotEvenDns() {
-        String podIpOfAnotherSandbox = sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
+        List<String> sandboxIps = sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
                 .withLabel("sandboxd.io/kind", "snippet").list().getItems().stream()
-                .map(p -> p.getStatus().getPodIP()).filter(ip -> ip != null).findFirst().orElseThrow();
-        ApiResponse r = probe("--dns", "kubernetes.default.svc.cluster.local", "--dns", Env.PUBLIC_TARGET_NAME,
+                .map(p -> p.getStatus().getPodIP()).filter(ip -> ip != null).toList();
+        // The snippet's own pod may be among them: it picks another sandbox (a UDP connect sends nothing).
+        String code = """
+                import socket, subprocess, sys
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(("%s", 9)); me = s.getsockname()[0]
+                other = next(ip for ip in %s if ip != me)
+                r = subprocess.run([sys.executable, "%s"] + %s + ["--tcp", other + ":8080"], capture_output=True, text=True)
+                print(r.stdout + r.stderr)
+                sys.exit(r.returncode)
+                """.formatted(Env.PUBLIC_TARGET, toPyList(sandboxIps.toArray(String[]::new)), PROBE, toPyList(new String[]{
+                "--dns", "kubernetes.default.svc.cluster.local", "--dns", Env.PUBLIC_TARGET_NAME,
                 "--tcp", Env.PUBLIC_TARGET + ":80", "--tcp", Env.METADATA_TARGET + ":80",
                 "--tcp", Env.PRIVATE_10 + ":80", "--tcp", Env.PRIVATE_172 + ":80", "--tcp", Env.PRIVATE_192 + ":80",
-                "--tcp", "10.96.0.1:443", "--tcp", podIpOfAnotherSandbox + ":8080");
+                "--tcp", "10.96.0.1:443"}));
+        assertTrue(sandboxIps.size() >= 2, "at least one other sandbox to attack: " + sandboxIps);
+        ApiResponse r = sandboxd.execute(Map.of("code", code, "timeout_s", 60));
+        assertEquals(200, r.status(), r.toString());
         assertEquals(0, r.json().get("exit_code").asInt(), "every attempt blocked: " + r.json().get("stdout").asText());
+        assertTrue(r.json().get("stdout").asText().contains(":8080\", \"blocked\": true"), "another sandbox was attacked: " + r);
     }
 
     @Test
