@@ -12,6 +12,7 @@ arrives, so a run does not pay interpreter start-up. It talks to the executor ov
 
 Only the standard library, and nothing of sandbox_executor: with -I the package is not on sys.path.
 """
+import atexit
 import builtins
 import linecache
 import os
@@ -41,12 +42,9 @@ def main():
         run_number += 1
         attach_output(stdout_fd, stderr_fd)
         filename = "<snippet>" if run_number == 1 else f"<snippet {run_number}>"
+        exit_code = run_snippet(source, filename, namespace)
         if not session:
-            # Exceptions and sys.exit() propagate to the interpreter, which prints them and
-            # exits with the right code exactly as `python3 script.py` would.
-            exit_code = run_snippet(source, filename, namespace, keep_alive=False)
-            sys.exit(exit_code)
-        exit_code = run_snippet(source, filename, namespace, keep_alive=True)
+            exit_at_once(exit_code)
         detach_output()
         control.sendall(b"exit %d\n" % exit_code)
 
@@ -107,7 +105,26 @@ def detach_output():
     os.close(devnull)
 
 
-def run_snippet(source, filename, namespace, keep_alive):
+def exit_at_once(exit_code):
+    """End a single-use run as `python3 script.py` ends, minus the interpreter's teardown.
+
+    What a snippet can observe of a normal exit still happens: its non-daemon threads are waited
+    for, its atexit functions run and its output is flushed. Tearing down every module (a few
+    milliseconds, on every run) is skipped: the process is gone right after anyway.
+    """
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()  # what Py_FinalizeEx does first: join the non-daemon threads
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(exit_code)
+
+
+def run_snippet(source, filename, namespace):
     # Registering the source lets tracebacks show the offending lines (mtime None: never evicted).
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:
@@ -118,8 +135,6 @@ def run_snippet(source, filename, namespace, keep_alive):
     try:
         exec(code, namespace)
     except SystemExit as exit_request:
-        if not keep_alive:
-            raise
         return exit_code_of(exit_request)
     except BaseException as error:
         # Drop this frame so the traceback starts at the snippet, as for a script.

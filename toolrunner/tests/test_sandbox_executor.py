@@ -217,6 +217,22 @@ def test_exit_codes(start_executor, code, exit_code, stderr):
     assert (status, reply["exit_code"], reply["stderr"]) == (200, exit_code, stderr)
 
 
+def test_a_run_ends_as_a_script_does_threads_joined_atexit_run_output_flushed(start_executor):
+    code = ("import atexit, sys, threading, time\n"
+            "atexit.register(lambda: print('atexit ran'))\n"
+            "def late():\n"
+            "    time.sleep(0.3)\n"
+            "    print('thread finished')\n"
+            "threading.Thread(target=late).start()\n"
+            "sys.stdout.write('no newline')\n"
+            "sys.stderr.write('err without newline')\n"
+            "sys.exit(4)\n")
+    status, reply = start_executor().post("/run", {"code": code, "timeout_s": 5})
+    assert status == 200
+    assert (reply["exit_code"], reply["stdout"], reply["stderr"]) == (
+        4, "no newlinethread finished\natexit ran\n", "err without newline")
+
+
 def test_stdin_is_empty(start_executor):
     status, reply = start_executor().post("/run", {"code": "input()", "timeout_s": 5})
     assert status == 200 and reply["stderr"].endswith("EOFError: EOF when reading a line\n")

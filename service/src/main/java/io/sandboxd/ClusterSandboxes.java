@@ -35,6 +35,7 @@ final class ClusterSandboxes implements AutoCloseable {
 
     private final PodCache snippetPods;
     private final PodCache toolPods;
+    private final WarmPool pool;
     private final PoolReconciler reconciler;
     private final PoolLeadership leadership;
     private final PooledSnippetRunner snippetRunner;
@@ -52,14 +53,15 @@ final class ClusterSandboxes implements AutoCloseable {
         PoolCounters counters = new PoolCounters();
         SnippetPodSpec snippetSpec = new SnippetPodSpec(namespace, snippet, config.security());
 
-        WarmPool pool = new WarmPool(snippetPods, writes, replicaId, clock);
+        ExecutorClient executor = ExecutorClient.create(ApiJson.MAPPER,
+                                                        ExecutorClient.replyCap(snippet.maxOutputBytes(),
+                                                                                snippet.maxFilesBytes()));
+        pool = new WarmPool(snippetPods, writes, replicaId, clock, snippet.reservePerReplica(),
+                            executor::awaitReachable);
         Duration warmWait = Duration.ofSeconds(snippet.warmWaitSeconds());
         Duration longestRun = Duration.ofSeconds(snippet.maxTimeoutSeconds()).plus(ExecutorClient.DEADLINE_MARGIN);
         SessionPods sessions = new SessionPods(snippetPods, writes, snippetSpec, counters, replicaId, clock,
                                                warmWait, longestRun.plus(warmWait));
-        ExecutorClient executor = ExecutorClient.create(ApiJson.MAPPER,
-                                                        ExecutorClient.replyCap(snippet.maxOutputBytes(),
-                                                                                snippet.maxFilesBytes()));
         snippetRunner = new PooledSnippetRunner(pool, sessions, executor, counters, snippet.poolTarget(), warmWait);
 
         toolCaller = new PodToolCaller(toolPods, writes, new ToolPodSpec(namespace, tool, config.security(), snippet.image()),
@@ -75,6 +77,7 @@ final class ClusterSandboxes implements AutoCloseable {
                                                                  Duration.ofSeconds(snippet.sessionIdleSeconds())),
                                         replicaId, clock);
         reconciler.start();
+        pool.start();
         if (snippet.leaderElection()) {
             leadership = new PoolLeadership(client, namespace, replicaId, reconciler::leading);
             leadership.start();
@@ -106,6 +109,7 @@ final class ClusterSandboxes implements AutoCloseable {
             leadership.close();
         }
         reconciler.close();
+        pool.close();
         snippetPods.close();
         toolPods.close();
     }

@@ -31,6 +31,7 @@ public record SandboxConfig(String namespace,
     private void validate() {
         SnippetSettings s = snippet;
         require(s.poolTarget() >= 0, "sandbox.snippet.poolTarget must be 0 or more");
+        require(s.reservePerReplica() >= 0, "sandbox.snippet.reservePerReplica must be 0 or more");
         require(s.maxTimeoutSeconds() >= 1, "sandbox.snippet.maxTimeoutSeconds must be at least 1");
         require(s.defaultTimeoutSeconds() >= 1 && s.defaultTimeoutSeconds() <= s.maxTimeoutSeconds(),
                 "sandbox.snippet.defaultTimeoutSeconds must be between 1 and maxTimeoutSeconds");

@@ -6,7 +6,9 @@ import io.helidon.config.Config;
  * Settings of snippet runs ({@code POST /v1/execute}) and of the warm pool that serves them.
  *
  * @param image                 snippet sandbox image
- * @param poolTarget            number of unclaimed pool pods the pool keeps
+ * @param poolTarget            number of unused pool pods the pool keeps (warm or reserved)
+ * @param reservePerReplica     most pool pods one replica reserves ahead of its requests (0: a request claims a pod
+ *                              itself, with one API write on its path)
  * @param defaultTimeoutSeconds timeout used when the request gives none (or 0)
  * @param maxTimeoutSeconds     largest accepted {@code timeout_s}
  * @param warmWaitSeconds       how long a request waits for a warm pod before 503
@@ -24,6 +26,7 @@ import io.helidon.config.Config;
  */
 public record SnippetSettings(String image,
                               int poolTarget,
+                              int reservePerReplica,
                               int defaultTimeoutSeconds,
                               int maxTimeoutSeconds,
                               int warmWaitSeconds,
@@ -40,9 +43,11 @@ public record SnippetSettings(String image,
                               boolean leaderElection) {
 
     static SnippetSettings from(Config node) {
+        int poolTarget = node.get("poolTarget").asInt().orElse(3);
         return new SnippetSettings(
                 node.get("image").asString().orElse("sandboxd.local/snippet-sandbox:dev"),
-                node.get("poolTarget").asInt().orElse(3),
+                poolTarget,
+                node.get("reservePerReplica").asInt().orElse(poolTarget),
                 node.get("defaultTimeoutSeconds").asInt().orElse(20),
                 node.get("maxTimeoutSeconds").asInt().orElse(60),
                 node.get("warmWaitSeconds").asInt().orElse(30),

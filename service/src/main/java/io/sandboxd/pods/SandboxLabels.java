@@ -22,6 +22,8 @@ public final class SandboxLabels {
     public static final String STATE = "sandboxd.io/state";
     /** State of a pool pod nobody holds. */
     public static final String STATE_WARM = "warm";
+    /** State of a pool pod one replica holds ready for its next request ({@code claimed-by <replica>/reserved}). */
+    public static final String STATE_RESERVED = "reserved";
     /** State of a pod handed to a request (or to a session). */
     public static final String STATE_CLAIMED = "claimed";
     /** {@code sandboxd.io/session}: hash of project and session id (D4 session pods only). */
@@ -33,6 +35,8 @@ public final class SandboxLabels {
     public static final String CLAIMED_BY = "sandboxd.io/claimed-by";
     /** Annotation: when the pod was claimed (RFC 3339); lets any replica find claims orphaned by a crash. */
     public static final String CLAIMED_AT = "sandboxd.io/claimed-at";
+    /** Annotation on reserved pods: until when the reservation holds (RFC 3339); after that it is orphaned. */
+    public static final String RESERVED_UNTIL = "sandboxd.io/reserved-until";
     /** Annotation on session pods: last time a run started or ended (epoch milliseconds). */
     public static final String LAST_USED_AT = "sandboxd.io/last-used-at";
     /** Annotation on session pods: set (with optimistic locking) just before an idle session pod is deleted. */

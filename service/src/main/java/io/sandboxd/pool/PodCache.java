@@ -155,7 +155,11 @@ public final class PodCache implements AutoCloseable {
         }
     }
 
-    private void changed() {
+    /**
+     * Wakes the waiters of {@link #await} without an informer event: something they look at besides the informer
+     * changed.
+     */
+    public void wake() {
         lock.lock();
         try {
             generation++;
@@ -163,6 +167,10 @@ public final class PodCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
+    }
+
+    private void changed() {
+        wake();
         for (Runnable listener : listeners) {
             try {
                 listener.run();

@@ -79,6 +79,14 @@ public final class PodStates {
     }
 
     /**
+     * @param pod pod
+     * @return labelled reserved (held by one replica for its next request)
+     */
+    public static boolean isLabelledReserved(Pod pod) {
+        return SandboxLabels.STATE_RESERVED.equals(labels(pod).get(SandboxLabels.STATE));
+    }
+
+    /**
      * Warm: a pool pod labelled warm, Running and Ready, not being deleted. Only these are handed to requests.
      *
      * @param pod pod
@@ -89,14 +97,24 @@ public final class PodStates {
     }
 
     /**
-     * Unclaimed: a pool pod labelled warm that is not being deleted and has not finished (it may still be starting).
-     * The pool keeps the number of these at the target.
+     * Ready to serve: warm, or reserved by a replica and not yet handed to a request (a replica records the hand-over
+     * as {@code claimed} right after it), Running and Ready, not being deleted. This is {@code GET /v1/pool}'s
+     * {@code warm}.
      *
      * @param pod pod
-     * @return whether it counts towards the target
+     * @return whether it is ready to serve a request
      */
-    public static boolean isUnclaimed(Pod pod) {
-        return isPoolPod(pod) && isLabelledWarm(pod) && !isDeleting(pod) && !isTerminal(pod);
+    public static boolean isReadyToServe(Pod pod) {
+        return isPoolPod(pod) && (isLabelledWarm(pod) || isLabelledReserved(pod)) && !isDeleting(pod)
+                && isReady(pod);
+    }
+
+    /**
+     * @param pod pod
+     * @return until when its reservation holds (annotation), else the epoch (an unreadable reservation is expired)
+     */
+    public static Instant reservedUntil(Pod pod) {
+        return parseTime(annotations(pod).get(SandboxLabels.RESERVED_UNTIL)).orElse(Instant.EPOCH);
     }
 
     /**

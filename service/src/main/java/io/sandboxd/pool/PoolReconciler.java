@@ -26,15 +26,17 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 
 /**
  * Pool maintenance, done only by the leader (one replica at a time, see {@link PoolLeadership}): keeps the number of
- * unclaimed pool pods at the target, and deletes pods that can no longer serve: finished pods, claims orphaned by a
- * crashed replica, idle D4 session pods and orphaned tool pods. It runs on informer events (coalesced) and on a
+ * unused pool pods (warm, or reserved by a replica for its next request) at the target, and deletes pods that can no
+ * longer serve: finished pods, claims and reservations orphaned by a crashed replica, idle D4 session pods and orphaned
+ * tool pods. It runs on informer events (coalesced) and on a
  * short timer for the time-based rules; it reads only the informer caches.
  *
  * <p>Why the pool does not overshoot: only the leader creates pool pods; it counts the unclaimed pods in its cache plus
  * the pods it created that the cache has not shown yet, and creates only the difference to the target. A new leader
  * can only start after the old one's lease has expired (lease 15 s, renew deadline 10 s), long after the old leader's
- * last create reached the informers. Should an overshoot still happen, the excess is trimmed, each trimmed pod first
- * taken with the same conditional update a request uses, so a pod being handed to a request is never deleted.
+ * last create reached the informers. Should an overshoot still happen, warm pods in excess are trimmed, each first
+ * taken with the same conditional update a request uses, so a pod being handed to a request is never deleted; reserved
+ * pods are never trimmed (they are used soon, or lapse).
  */
 public final class PoolReconciler implements AutoCloseable {
 
@@ -43,6 +45,7 @@ public final class PoolReconciler implements AutoCloseable {
     private static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
     private static final Duration ORPHAN_MARGIN = Duration.ofSeconds(60);
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
+    private static final Duration RESERVATION_SKEW = Duration.ofSeconds(30);
 
     /** Time limits the reconciler applies. */
     public record Limits(int target,
@@ -180,14 +183,19 @@ public final class PoolReconciler implements AutoCloseable {
             if (!PodStates.isPoolPod(pod)) {
                 reconcileSession(pod, now);
             } else if (PodStates.isTerminal(pod)) {
-                if (PodStates.isLabelledWarm(pod)) {
+                if (unused(pod)) {
                     LOGGER.warning("pool pod " + name + " finished (" + PodStates.phase(pod) + ") before use; deleting");
                 }
                 // A claimed pod that finished belongs to a run; its owner deletes it, unless the claim is orphaned.
-                if (PodStates.isLabelledWarm(pod) || orphanedClaim(pod, now)) {
+                if (unused(pod) || orphanedClaim(pod, now)) {
                     writes.delete(name);
                 }
-            } else if (PodStates.isLabelledWarm(pod)) {
+            } else if (PodStates.isLabelledReserved(pod) && lapsed(pod, now)) {
+                LOGGER.warning("pool pod " + name + " reserved by " + PodStates.annotations(pod)
+                        .get(SandboxLabels.CLAIMED_BY) + " until " + PodStates.reservedUntil(pod)
+                        + " was never used or renewed; deleting");
+                writes.delete(name);
+            } else if (unused(pod)) {
                 unclaimed.add(pod);
             } else if (orphanedClaim(pod, now)) {
                 LOGGER.warning("pool pod " + name + " claimed by " + PodStates.annotations(pod)
@@ -208,6 +216,16 @@ public final class PoolReconciler implements AutoCloseable {
         if (tools.synced()) {
             reapToolPods(now);
         }
+    }
+
+    /** Warm, or reserved by a replica for a request to come: counts towards the target. */
+    private static boolean unused(Pod pod) {
+        return PodStates.isLabelledWarm(pod) || PodStates.isLabelledReserved(pod);
+    }
+
+    /** A reservation past its end (with room for clock skew between replicas): its holder is gone. */
+    private static boolean lapsed(Pod pod, Instant now) {
+        return PodStates.reservedUntil(pod).plus(RESERVATION_SKEW).isBefore(now);
     }
 
     private boolean orphanedClaim(Pod pod, Instant now) {
@@ -237,15 +255,13 @@ public final class PoolReconciler implements AutoCloseable {
     }
 
     private void trim(List<Pod> unclaimed, int excess) {
-        // Pods that are not ready yet go first, then the youngest.
-        unclaimed.sort(Comparator.comparing(PodStates::isReady)
-                               .thenComparing(PodStates::createdAt, Comparator.reverseOrder()));
-        for (Pod pod : unclaimed.subList(0, excess)) {
-            Pod taken = new PodBuilder(pod).editMetadata()
-                    .addToLabels(SandboxLabels.STATE, SandboxLabels.STATE_CLAIMED)
-                    .addToAnnotations(SandboxLabels.CLAIMED_BY, replicaId + "/pool-trim")
-                    .addToAnnotations(SandboxLabels.CLAIMED_AT, clock.instant().toString())
-                    .endMetadata().build();
+        // Only warm pods: a reserved pod may be on its way to a request without a write yet. Pods that are not ready
+        // go first, then the youngest.
+        List<Pod> warm = new ArrayList<>(unclaimed.stream().filter(PodStates::isLabelledWarm).toList());
+        warm.sort(Comparator.comparing(PodStates::isReady)
+                          .thenComparing(PodStates::createdAt, Comparator.reverseOrder()));
+        for (Pod pod : warm.subList(0, Math.min(excess, warm.size()))) {
+            Pod taken = PoolMarks.claimed(pod, replicaId + "/pool-trim", clock.instant(), null);
             if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
                 LOGGER.info("pool above target: deleting pod " + pod.getMetadata().getName());
                 writes.delete(pod.getMetadata().getName());

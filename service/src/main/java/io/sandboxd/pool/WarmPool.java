@@ -10,22 +10,22 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.function.Predicate;
 import java.util.logging.Logger;
 
-import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.sandbox.SandboxFailure;
 
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 
 /**
- * Hands warm pool pods to requests. A claim is one conditional update (label {@code state=claimed} plus the
- * {@code claimed-by} annotation, carrying the pod's resourceVersion): of several replicas racing for one pod exactly
- * one wins; the others get 409 and try another pod. With no warm pod a request waits, woken by informer events, up to
- * its limit. Creating and deleting pool pods is the {@link PoolReconciler}'s job, except that the request that used
- * a pod deletes it.
+ * Hands warm pool pods to requests. First choice is one of this replica's reserved pods ({@link ReservedPods}): taken
+ * ahead of demand, so the request makes no call to the API server. Failing that, a request claims a warm pod itself:
+ * one conditional update (label {@code state=claimed} plus the {@code claimed-by} annotation, carrying the pod's
+ * resourceVersion), so of several replicas racing for one pod exactly one wins; the others get 409 and try another
+ * pod. With neither, a request waits, woken by informer events, up to its limit. Creating and deleting pool pods is
+ * the {@link PoolReconciler}'s job, except that the request that used a pod deletes it.
  */
-public final class WarmPool {
+public final class WarmPool implements AutoCloseable {
 
     /** Error text when no pod could be had in time (503). */
     public static final String NO_WARM_POD = "no warm sandbox pod available, try again shortly";
@@ -36,36 +36,47 @@ public final class WarmPool {
     private final PodWrites writes;
     private final String replicaId;
     private final Clock clock;
-    /** Pods this replica is claiming right now, so its own requests do not race each other for one pod. */
-    private final Set<String> reserved = ConcurrentHashMap.newKeySet();
+    /** Pods this replica holds or is writing right now, so its own requests and reservations never race each other. */
+    private final Set<String> held = ConcurrentHashMap.newKeySet();
+    private final ReservedPods reservations;
     /** Deletions run on their own threads: a run's response must not wait for the API server. */
     private final ExecutorService deletions = Executors.newVirtualThreadPerTaskExecutor();
 
     /**
-     * @param cache     snippet pod informer
-     * @param writes    pod writes
-     * @param replicaId this replica's id (for {@code claimed-by})
-     * @param clock     clock
+     * @param cache        snippet pod informer
+     * @param writes       pod writes
+     * @param replicaId    this replica's id (for {@code claimed-by})
+     * @param clock        clock
+     * @param reservePods  most pods this replica keeps reserved for its next requests (0: claim on each request)
+     * @param reachable    whether a pod at this IP answers HTTP (checked before a pod is reserved)
      */
-    public WarmPool(PodCache cache, PodWrites writes, String replicaId, Clock clock) {
+    public WarmPool(PodCache cache, PodWrites writes, String replicaId, Clock clock, int reservePods,
+                    Predicate<String> reachable) {
         this.cache = cache;
         this.writes = writes;
         this.replicaId = replicaId;
         this.clock = clock;
+        this.reservations = new ReservedPods(cache, writes, replicaId, clock, reservePods, reachable, held);
+    }
+
+    /** Starts keeping pods reserved. */
+    public void start() {
+        reservations.start();
     }
 
     /**
-     * Claims a warm pod, waiting for one up to {@code wait}.
+     * Hands a pod to a request: a reserved one, else a warm one claimed now, waiting for one up to {@code wait}.
      *
      * @param requestId request id (for {@code claimed-by})
      * @param project   project of the caller (annotation, for audits)
      * @param wait      longest wait
-     * @return the claimed pod
-     * @throws SandboxFailure 503 when no pod could be claimed in time
+     * @return the pod
+     * @throws SandboxFailure 503 when no pod could be had in time
      */
     public ClaimedPod claim(String requestId, String project, Duration wait) {
         try {
-            return cache.await(() -> tryClaim(requestId, project), wait)
+            return cache.await(() -> reservations.take(requestId, project).or(() -> tryClaim(requestId, project)),
+                               wait)
                     .orElseThrow(() -> SandboxFailure.unavailable(NO_WARM_POD));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -84,28 +95,36 @@ public final class WarmPool {
             try {
                 writes.delete(podName);
             } finally {
-                reserved.remove(podName);
+                held.remove(podName);
             }
         });
     }
 
     /**
-     * @return pods that could be claimed right now (cluster-wide, from the informer)
+     * @return pods ready to serve a request right now (cluster-wide, from the informer): warm, or reserved by a
+     *         replica and not yet handed out
      */
     public int warmCount() {
         int count = 0;
         for (Pod pod : cache.pods()) {
-            if (PodStates.isWarm(pod)) {
+            if (PodStates.isReadyToServe(pod)) {
                 count++;
             }
         }
         return count;
     }
 
+    /**
+     * @return pods this replica holds in reserve now
+     */
+    public int reservedCount() {
+        return reservations.queued();
+    }
+
     private Optional<ClaimedPod> tryClaim(String requestId, String project) {
         List<Pod> candidates = new ArrayList<>();
         for (Pod pod : cache.pods()) {
-            if (PodStates.isWarm(pod) && !reserved.contains(pod.getMetadata().getName())) {
+            if (PodStates.isWarm(pod) && !held.contains(pod.getMetadata().getName())) {
                 candidates.add(pod);
             }
         }
@@ -113,31 +132,28 @@ public final class WarmPool {
         Collections.shuffle(candidates);
         for (Pod pod : candidates) {
             String name = pod.getMetadata().getName();
-            if (!reserved.add(name)) {
+            if (!held.add(name)) {
                 continue;
             }
-            PodWrites.Update update = writes.updateIfUnchanged(claimed(pod, requestId, project));
+            Pod claimed = PoolMarks.claimed(pod, replicaId + "/" + requestId, clock.instant(), project);
+            PodWrites.Update update = writes.updateIfUnchanged(claimed);
             if (update.outcome() == PodWrites.Outcome.UPDATED) {
                 String ip = update.pod().getStatus() != null && update.pod().getStatus().getPodIP() != null
                         ? update.pod().getStatus().getPodIP()
                         : pod.getStatus().getPodIP();
                 LOGGER.fine(() -> "claimed pod " + name);
-                return Optional.of(new ClaimedPod(name, ip));
+                return Optional.of(new ClaimedPod(name, ip, false));
             }
-            reserved.remove(name);
+            held.remove(name);
             LOGGER.fine(() -> "claim of pod " + name + ": " + update.outcome());
         }
         return Optional.empty();
     }
 
-    private Pod claimed(Pod pod, String requestId, String project) {
-        return new PodBuilder(pod)
-                .editMetadata()
-                    .addToLabels(SandboxLabels.STATE, SandboxLabels.STATE_CLAIMED)
-                    .addToAnnotations(SandboxLabels.CLAIMED_BY, replicaId + "/" + requestId)
-                    .addToAnnotations(SandboxLabels.CLAIMED_AT, clock.instant().toString())
-                    .addToAnnotations(SandboxLabels.PROJECT_ANNOTATION, project)
-                .endMetadata()
-                .build();
+    /** Gives this replica's reserved pods back to the pool. */
+    @Override
+    public void close() {
+        reservations.close();
+        deletions.close();
     }
 }

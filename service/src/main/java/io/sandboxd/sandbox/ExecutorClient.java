@@ -68,16 +68,28 @@ public final class ExecutorClient {
     }
 
     /**
+     * Waits until a pod answers HTTP from here (at most 10 s).
+     *
+     * @param podIp pod address
+     * @return whether it answered
+     */
+    public boolean awaitReachable(String podIp) {
+        return http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
+    }
+
+    /**
      * Runs a snippet.
      *
      * @param podIp          pod address
+     * @param reachable      whether the pod has already answered from here (else it is probed first)
      * @param code           Python source
      * @param timeoutSeconds snippet timeout
      * @param files          input files
      * @return the executor's reply
      * @throws SandboxFailure with a contract 502 message
      */
-    public ExecutorReply run(String podIp, String code, int timeoutSeconds, List<SandboxFile> files) {
+    public ExecutorReply run(String podIp, boolean reachable, String code, int timeoutSeconds,
+                             List<SandboxFile> files) {
         ObjectNode body = json.createObjectNode();
         body.put("code", code);
         body.put("timeout_s", timeoutSeconds);
@@ -93,7 +105,9 @@ public final class ExecutorClient {
         }
 
         Duration deadline = Duration.ofSeconds(timeoutSeconds).plus(DEADLINE_MARGIN);
-        http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
+        if (!reachable) {
+            http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
+        }
         PodHttp.Reply reply;
         try {
             reply = http.post(PodHttp.uri(podIp, port, "/run"), payload, deadline, maxReplyBytes);

@@ -76,21 +76,24 @@ final class PodHttp {
      * sandboxd to a new pod a moment later, and a request sent into that gap is refused before it
      * reaches the pod. Probing {@code /healthz} first keeps the pod's one-shot request from being
      * spent on that race. After {@code within} it returns anyway and the real request reports the failure.
+     *
+     * @return whether the pod answered in time
      */
-    void awaitReachable(String podIp, int port, Duration within) {
+    boolean awaitReachable(String podIp, int port, Duration within) {
         HttpRequest probe = HttpRequest.newBuilder(uri(podIp, port, "/healthz")).timeout(Duration.ofSeconds(1)).GET().build();
         long deadline = System.nanoTime() + within.toNanos();
         while (System.nanoTime() < deadline) {
             try {
                 client.send(probe, HttpResponse.BodyHandlers.discarding());
-                return;
+                return true;
             } catch (IOException notYetReachable) {
                 sleepQuietly(REACHABILITY_RETRY);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                return;
+                return false;
             }
         }
+        return false;
     }
 
     private static void sleepQuietly(Duration pause) {

@@ -3,6 +3,7 @@ package io.sandboxd.pool;
 import io.sandboxd.TestSettings;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -45,6 +46,7 @@ class WarmPoolTest {
 
     KubernetesClient client;
     private final List<PodCache> caches = new ArrayList<>();
+    private final List<WarmPool> pools = new ArrayList<>();
     private ExecutorService threads;
 
     @BeforeEach
@@ -55,6 +57,7 @@ class WarmPoolTest {
     @AfterEach
     void tearDown() {
         threads.shutdownNow();
+        pools.forEach(WarmPool::close);
         caches.forEach(PodCache::close);
     }
 
@@ -142,7 +145,7 @@ class WarmPoolTest {
         Thread.sleep(300);
         readyWarmPod("sandbox-late");
         Object result = waiting.get(10, TimeUnit.SECONDS);
-        assertEquals(new ClaimedPod("sandbox-late", "10.0.0.9"), result);
+        assertEquals(new ClaimedPod("sandbox-late", "10.0.0.9", false), result);
     }
 
     @Test
@@ -167,7 +170,7 @@ class WarmPoolTest {
         awaitWarm(1);
         ClaimedPod pod = a.claim("req", "p", Duration.ofSeconds(5));
         a.release(pod.name());
-        client.pods().inNamespace(NS).withName("sandbox-used").waitUntilCondition(java.util.Objects::isNull, 5, TimeUnit.SECONDS);
+        awaitGone("sandbox-used");
         assertNull(client.pods().inNamespace(NS).withName("sandbox-used").get());
     }
 
@@ -219,10 +222,238 @@ class WarmPoolTest {
         }
     }
 
+    // ---- reservations: pods taken ahead of demand ----
+
+    @Test
+    void aReplicaReservesPodsAheadAndHandsThemOutWithoutAWriteOnTheRequestPath() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            readyWarmPod("sandbox-r" + i);
+        }
+        WarmPool a = pool("replica-a", 2, Clock.systemUTC());
+        awaitStored(pods -> pods.stream().filter(p -> "reserved".equals(state(p))).count() == 2);
+        assertEquals(2, a.reservedCount());
+        assertEquals(3, a.warmCount(), "reserved pods are still ready to serve");
+        for (Pod pod : snippetPods()) {
+            if ("reserved".equals(state(pod))) {
+                assertEquals("replica-a/reserved", pod.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY));
+                assertNotNull(pod.getMetadata().getAnnotations().get(SandboxLabels.RESERVED_UNTIL));
+            }
+        }
+
+        ClaimedPod pod = a.claim("req-1", "proj", Duration.ofSeconds(5));
+        assertTrue(pod.reachable(), "a reserved pod was probed before it was queued");
+        // The hand-over is recorded after the fact, in the background.
+        Pod stored = awaitPod(pod.name(), p -> "claimed".equals(state(p)));
+        assertEquals("replica-a/req-1", stored.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY));
+        assertEquals("proj", stored.getMetadata().getAnnotations().get(SandboxLabels.PROJECT_ANNOTATION));
+        assertNull(stored.getMetadata().getAnnotations().get(SandboxLabels.RESERVED_UNTIL));
+        // The replica reserves the last warm pod to make up its two.
+        awaitStored(pods -> pods.stream().filter(p -> "reserved".equals(state(p))).count() == 2);
+    }
+
+    @Test
+    void twoReplicasWithReservationsNeverHandOutOnePodTwice() throws Exception {
+        for (int i = 0; i < 4; i++) {
+            readyWarmPod("sandbox-u" + i);
+        }
+        WarmPool a = pool("replica-a", 3, Clock.systemUTC());
+        WarmPool b = pool("replica-b", 3, Clock.systemUTC());
+        awaitStored(pods -> pods.stream().noneMatch(p -> "warm".equals(state(p))));
+
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<Object>> futures = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            futures.add(threads.submit(claim(i % 2 == 0 ? a : b, "req-" + i, start)));
+        }
+        start.countDown();
+        Set<String> handedOut = new HashSet<>();
+        int failures = 0;
+        for (Future<Object> f : futures) {
+            Object r = f.get(15, TimeUnit.SECONDS);
+            if (r instanceof ClaimedPod pod) {
+                assertTrue(handedOut.add(pod.name()), "pod handed out twice: " + pod.name());
+            } else {
+                failures++;
+            }
+        }
+        assertEquals(4, handedOut.size(), "every pod went to exactly one request");
+        assertEquals(4, failures);
+    }
+
+    @Test
+    void closingAReplicaGivesItsReservedPodsBackAsWarm() throws Exception {
+        readyWarmPod("sandbox-back");
+        WarmPool a = pool("replica-a", 1, Clock.systemUTC());
+        awaitPod("sandbox-back", p -> "reserved".equals(state(p)));
+        a.close();
+        Pod back = awaitPod("sandbox-back", p -> "warm".equals(state(p)));
+        assertNull(back.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY));
+        assertNull(back.getMetadata().getAnnotations().get(SandboxLabels.RESERVED_UNTIL));
+        WarmPool b = pool("replica-b");
+        assertEquals("sandbox-back", b.claim("req", "p", Duration.ofSeconds(5)).name());
+    }
+
+    @Test
+    void aReservationDueForRenewalIsRenewedAndOneNearItsEndIsNotHandedOut() throws Exception {
+        readyWarmPod("sandbox-hold");
+        MovableClock clock = new MovableClock();
+        PodCache cache = cache();
+        awaitSynced(cache);
+        awaitWarm(1);
+        // Driven by hand (not started): no background pass runs between the steps.
+        ReservedPods reservations = new ReservedPods(cache, new PodWrites(client, NS), "replica-a", clock, 1,
+                                                     ip -> true, java.util.concurrent.ConcurrentHashMap.newKeySet());
+        reservations.maintain();
+        Pod reserved = awaitPod("sandbox-hold", p -> "reserved".equals(state(p)));
+        Instant until = PodStates.reservedUntil(reserved);
+        assertEquals(clock.instant().plus(ReservedPods.HOLD), until);
+
+        // Not yet due: a pass writes nothing.
+        clock.advance(ReservedPods.HOLD.minus(ReservedPods.RENEW_WITHIN).minusSeconds(1));
+        reservations.maintain();
+        assertEquals(reserved.getMetadata().getResourceVersion(),
+                     client.pods().inNamespace(NS).withName("sandbox-hold").get().getMetadata().getResourceVersion());
+
+        // Past the renewal point: the next pass moves the end forward.
+        clock.advance(Duration.ofSeconds(2));
+        reservations.maintain();
+        Pod renewed = awaitPod("sandbox-hold", p -> PodStates.reservedUntil(p).isAfter(until));
+        assertEquals(clock.instant().plus(ReservedPods.HOLD), PodStates.reservedUntil(renewed));
+        assertEquals(1, reservations.queued());
+
+        // A reservation whose renewal did not happen in time is dropped (and its pod deleted), not handed out.
+        clock.advance(ReservedPods.HOLD.minus(ReservedPods.HAND_OUT_MARGIN).plusSeconds(1));
+        assertEquals(Optional.empty(), reservations.take("req", "p"));
+        assertEquals(0, reservations.queued());
+        awaitGone("sandbox-hold");
+        reservations.close();
+    }
+
+    @Test
+    void theLeaderCountsReservedPodsAndDeletesReservationsWhoseHolderIsGone() throws Exception {
+        MovableClock clock = new MovableClock();
+        PodCache snippets = cache();
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        caches.add(tools);
+        awaitSynced(snippets);
+        awaitSynced(tools);
+        Pod live = readyWarmPod("sandbox-live");
+        updateStored(PoolMarks.reserved(live, "replica-b", clock.instant().plusSeconds(100)));
+        Pod dead = readyWarmPod("sandbox-dead");
+        updateStored(PoolMarks.reserved(dead, "replica-gone", clock.instant().minusSeconds(31)));
+        readyWarmPod("sandbox-free");
+        snippets.await(() -> snippets.pods().stream().filter(PodStates::isLabelledReserved).count() == 2
+                ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(5));
+
+        PoolReconciler reconciler = reconciler(snippets, tools, 2, clock);
+        try {
+            reconciler.leading(true);
+            reconciler.reconcile();
+            awaitGone("sandbox-dead");
+            snippets.await(() -> snippets.pod("sandbox-dead").isEmpty() ? Optional.of(true) : Optional.empty(),
+                           Duration.ofSeconds(5));
+            reconciler.reconcile();
+            // Target 2: the live reservation and the warm pod; nothing created, nothing trimmed.
+            assertEquals(Set.of("sandbox-live", "sandbox-free"),
+                         new HashSet<>(snippetPods().stream().map(p -> p.getMetadata().getName()).toList()));
+        } finally {
+            reconciler.close();
+        }
+    }
+
+    @Test
+    void anOvershootIsTrimmedFromWarmPodsNeverFromReservedOnes() throws Exception {
+        MovableClock clock = new MovableClock();
+        PodCache snippets = cache();
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        caches.add(tools);
+        awaitSynced(snippets);
+        awaitSynced(tools);
+        for (int i = 0; i < 2; i++) {
+            Pod pod = readyWarmPod("sandbox-res" + i);
+            updateStored(PoolMarks.reserved(pod, "replica-b", clock.instant().plusSeconds(100)));
+        }
+        readyWarmPod("sandbox-extra");
+        snippets.await(() -> snippets.pods().stream().filter(PodStates::isLabelledReserved).count() == 2
+                && snippets.pods().size() == 3 ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(5));
+
+        PoolReconciler reconciler = reconciler(snippets, tools, 1, clock);
+        try {
+            reconciler.leading(true);
+            reconciler.reconcile();
+            awaitGone("sandbox-extra");
+            assertEquals(Set.of("sandbox-res0", "sandbox-res1"),
+                         new HashSet<>(snippetPods().stream().map(p -> p.getMetadata().getName()).toList()));
+        } finally {
+            reconciler.close();
+        }
+    }
+
     // ---- helpers ----
 
     private List<Pod> snippetPods() {
         return client.pods().inNamespace(NS).withLabels(SandboxLabels.snippetSelector()).list().getItems();
+    }
+
+    private PoolReconciler reconciler(PodCache snippets, PodCache tools, int target, Clock clock) {
+        return new PoolReconciler(
+                snippets, tools, new PodWrites(client, NS),
+                new SnippetPodSpec(NS, TestSettings.SNIPPET, new SecuritySettings("RuntimeDefault", "", "")),
+                new PoolCounters(),
+                PoolReconciler.Limits.of(target, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
+                                         Duration.ofSeconds(120), Duration.ofSeconds(300)),
+                "replica-a", clock);
+    }
+
+    private static String state(Pod pod) {
+        return pod.getMetadata().getLabels().get(SandboxLabels.STATE);
+    }
+
+    private void updateStored(Pod pod) {
+        client.pods().inNamespace(NS).resource(pod).update();
+    }
+
+    private void awaitStored(java.util.function.Predicate<List<Pod>> condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.test(snippetPods())) {
+            assertTrue(System.nanoTime() < deadline, "condition not met: " + snippetPods().stream()
+                    .map(p -> p.getMetadata().getName() + "=" + state(p)).toList());
+            Thread.sleep(20);
+        }
+    }
+
+    /** Polls: the mock server's watch may start after the deletion it should report. */
+    private void awaitGone(String name) throws InterruptedException {
+        awaitStored(pods -> pods.stream().noneMatch(p -> p.getMetadata().getName().equals(name)));
+    }
+
+    private Pod awaitPod(String name, java.util.function.Predicate<Pod> condition) throws InterruptedException {
+        awaitStored(pods -> pods.stream().anyMatch(p -> p.getMetadata().getName().equals(name) && condition.test(p)));
+        return client.pods().inNamespace(NS).withName(name).get();
+    }
+
+    /** A clock the test moves by hand. */
+    static final class MovableClock extends Clock {
+        private volatile Instant now = Instant.parse("2026-01-01T00:00:00Z");
+
+        void advance(Duration by) {
+            now = now.plus(by);
+        }
+
+        @Override
+        public Instant instant() {
+            return now;
+        }
+
+        @Override
+        public java.time.ZoneId getZone() {
+            return java.time.ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(java.time.ZoneId zone) {
+            return this;
+        }
     }
 
     private Callable<Object> claim(WarmPool pool, String requestId, CountDownLatch start) {
@@ -236,10 +467,18 @@ class WarmPoolTest {
         };
     }
 
+    /** A pool without reservations: every request claims a pod itself. */
     private WarmPool pool(String replicaId) throws InterruptedException {
+        return pool(replicaId, 0, Clock.systemUTC());
+    }
+
+    private WarmPool pool(String replicaId, int reserve, Clock clock) throws InterruptedException {
         PodCache cache = cache();
         awaitSynced(cache);
-        return new WarmPool(cache, new PodWrites(client, NS), replicaId, Clock.systemUTC());
+        WarmPool pool = new WarmPool(cache, new PodWrites(client, NS), replicaId, clock, reserve, ip -> true);
+        pools.add(pool);
+        pool.start();
+        return pool;
     }
 
     private PodCache cache() {

@@ -45,7 +45,7 @@ class PodClientsTest {
     @Test
     void executorReplyIsParsed() throws Exception {
         pod.answer(200, GOOD);
-        ExecutorReply reply = executor(1 << 20).run("127.0.0.1", "print(2**32)", 10,
+        ExecutorReply reply = executor(1 << 20).run("127.0.0.1", false, "print(2**32)", 10,
                                                      List.of(new SandboxFile("data/in.csv", "YQ==")));
         assertEquals("4294967296\n", reply.stdout());
         assertEquals(0, reply.exitCode());
@@ -62,7 +62,7 @@ class PodClientsTest {
     @Test
     void executorRejectionCarriesThePodsErrorText() {
         pod.answer(400, "{\"error\": \"file path escapes working directory: '../etc/passwd'\"}");
-        SandboxFailure e = assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", "x", 5, List.of()));
+        SandboxFailure e = assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", false, "x", 5, List.of()));
         assertEquals(502, e.status());
         assertEquals("sandbox pod returned HTTP 400: file path escapes working directory: '../etc/passwd'",
                      e.getMessage());
@@ -72,7 +72,7 @@ class PodClientsTest {
     void executorConflictForASecondRun() {
         pod.answer(409, "{\"error\":\"this sandbox has already run\"}");
         assertEquals("sandbox pod returned HTTP 409: this sandbox has already run",
-                     assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", "x", 5, List.of()))
+                     assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", false, "x", 5, List.of()))
                              .getMessage());
     }
 
@@ -84,7 +84,7 @@ class PodClientsTest {
                 "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0,\"duration_ms\":1,\"files\":\"x\"}", ""}) {
             pod.answer(200, garbage);
             SandboxFailure e = assertThrows(SandboxFailure.class,
-                                            () -> executor(1 << 20).run("127.0.0.1", "x", 5, List.of()), garbage);
+                                            () -> executor(1 << 20).run("127.0.0.1", false, "x", 5, List.of()), garbage);
             assertEquals(502, e.status());
             assertEquals("invalid response from sandbox pod", e.getMessage(), garbage);
         }
@@ -94,7 +94,7 @@ class PodClientsTest {
     void oversizedExecutorReplyIsAnInvalidResponse() {
         pod.answer(200, "{\"stdout\":\"" + "x".repeat(20_000) + "\",\"stderr\":\"\",\"exit_code\":0,\"duration_ms\":1}");
         assertEquals("invalid response from sandbox pod",
-                     assertThrows(SandboxFailure.class, () -> executor(4096).run("127.0.0.1", "x", 5, List.of()))
+                     assertThrows(SandboxFailure.class, () -> executor(4096).run("127.0.0.1", false, "x", 5, List.of()))
                              .getMessage());
     }
 
@@ -105,7 +105,7 @@ class PodClientsTest {
             closedPort = socket.getLocalPort();
         }
         ExecutorClient client = new ExecutorClient(http, JSON, 1 << 20, closedPort);
-        SandboxFailure e = assertThrows(SandboxFailure.class, () -> client.run("127.0.0.1", "x", 5, List.of()));
+        SandboxFailure e = assertThrows(SandboxFailure.class, () -> client.run("127.0.0.1", false, "x", 5, List.of()));
         assertEquals(502, e.status());
         assertTrue(e.getMessage().startsWith("sandbox execution failed: "), e.getMessage());
     }

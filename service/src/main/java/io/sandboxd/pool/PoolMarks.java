@@ -1,0 +1,83 @@
+package io.sandboxd.pool;
+
+import java.time.Instant;
+
+import io.sandboxd.pods.SandboxLabels;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+
+/**
+ * The states sandboxd writes onto a pool pod, in one place: {@code warm} (created so) → {@code reserved} (held by one
+ * replica for its next request) → {@code claimed} (handed to a request) → deleted. Every write carries the pod's
+ * resourceVersion (see {@link PodWrites#updateIfUnchanged}), so the API server decides every race.
+ */
+final class PoolMarks {
+
+    /** The {@code claimed-by} suffix of a reservation: {@code <replica-id>/reserved}. */
+    static final String RESERVED_SUFFIX = "/reserved";
+
+    private PoolMarks() {
+    }
+
+    /**
+     * @param pod       pod as last seen (its resourceVersion makes the update conditional)
+     * @param replicaId holder
+     * @param until     end of the reservation
+     * @return the pod reserved by {@code replicaId} until {@code until}
+     */
+    static Pod reserved(Pod pod, String replicaId, Instant until) {
+        return new PodBuilder(pod)
+                .editMetadata()
+                    .addToLabels(SandboxLabels.STATE, SandboxLabels.STATE_RESERVED)
+                    .addToAnnotations(SandboxLabels.CLAIMED_BY, replicaId + RESERVED_SUFFIX)
+                    .addToAnnotations(SandboxLabels.RESERVED_UNTIL, until.toString())
+                .endMetadata()
+                .build();
+    }
+
+    /**
+     * @param pod       pod as last seen
+     * @param claimedBy {@code <replica-id>/<request-id>}
+     * @param at        time of the claim
+     * @param project   caller's project, or {@code null} (pool trims)
+     * @return the pod claimed
+     */
+    static Pod claimed(Pod pod, String claimedBy, Instant at, String project) {
+        PodBuilder builder = new PodBuilder(pod)
+                .editMetadata()
+                    .addToLabels(SandboxLabels.STATE, SandboxLabels.STATE_CLAIMED)
+                    .addToAnnotations(SandboxLabels.CLAIMED_BY, claimedBy)
+                    .addToAnnotations(SandboxLabels.CLAIMED_AT, at.toString())
+                    .removeFromAnnotations(SandboxLabels.RESERVED_UNTIL)
+                .endMetadata();
+        if (project != null) {
+            builder.editMetadata().addToAnnotations(SandboxLabels.PROJECT_ANNOTATION, project).endMetadata();
+        }
+        return builder.build();
+    }
+
+    /**
+     * @param pod pod as last seen
+     * @return the pod warm again, free for any replica
+     */
+    static Pod warm(Pod pod) {
+        return new PodBuilder(pod)
+                .editMetadata()
+                    .addToLabels(SandboxLabels.STATE, SandboxLabels.STATE_WARM)
+                    .removeFromAnnotations(SandboxLabels.CLAIMED_BY)
+                    .removeFromAnnotations(SandboxLabels.RESERVED_UNTIL)
+                .endMetadata()
+                .build();
+    }
+
+    /**
+     * @param pod       pod
+     * @param replicaId replica
+     * @return whether the pod is reserved by that replica
+     */
+    static boolean reservedBy(Pod pod, String replicaId) {
+        return PodStates.isLabelledReserved(pod)
+                && (replicaId + RESERVED_SUFFIX).equals(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY));
+    }
+}
