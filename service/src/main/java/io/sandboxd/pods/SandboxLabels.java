@@ -37,6 +37,10 @@ public final class SandboxLabels {
     public static final String CLAIMED_AT = "sandboxd.io/claimed-at";
     /** Annotation on reserved pods: until when the reservation holds (RFC 3339); after that it is orphaned. */
     public static final String RESERVED_UNTIL = "sandboxd.io/reserved-until";
+    /** Annotation on a pod another replica reserved: the replica whose request waits for a pod and asks for it. */
+    public static final String WANTED_BY = "sandboxd.io/wanted-by";
+    /** Annotation: when {@link #WANTED_BY} was written (RFC 3339). */
+    public static final String WANTED_AT = "sandboxd.io/wanted-at";
     /** Annotation on session pods: last time a run started or ended (epoch milliseconds). */
     public static final String LAST_USED_AT = "sandboxd.io/last-used-at";
     /** Annotation on session pods: set (with optimistic locking) just before an idle session pod is deleted. */

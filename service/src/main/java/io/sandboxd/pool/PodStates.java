@@ -181,7 +181,7 @@ public final class PodStates {
         return annotations == null ? Map.of() : annotations;
     }
 
-    private static Optional<Instant> parseTime(String value) {
+    static Optional<Instant> parseTime(String value) {
         if (value == null || value.isBlank()) {
             return Optional.empty();
         }

@@ -1,6 +1,8 @@
 package io.sandboxd.pool;
 
+import java.time.Duration;
 import java.time.Instant;
+import java.util.Optional;
 
 import io.sandboxd.pods.SandboxLabels;
 
@@ -9,7 +11,8 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 
 /**
  * The states sandboxd writes onto a pool pod, in one place: {@code warm} (created so) → {@code reserved} (held by one
- * replica for its next request) → {@code claimed} (handed to a request) → deleted. Every write carries the pod's
+ * replica for its next request; may be passed on to a replica that asks for it) → {@code claimed} (handed to a
+ * request) → deleted. Every write carries the pod's
  * resourceVersion (see {@link PodWrites#updateIfUnchanged}), so the API server decides every race.
  */
 final class PoolMarks {
@@ -37,6 +40,52 @@ final class PoolMarks {
     }
 
     /**
+     * @param pod       pod as last seen, reserved by its holder
+     * @param to        replica that asked for it
+     * @param until     end of the reservation
+     * @return the pod reserved by {@code to} instead, the request for it settled
+     */
+    static Pod passedOn(Pod pod, String to, Instant until) {
+        return new PodBuilder(reserved(pod, to, until))
+                .editMetadata()
+                    .removeFromAnnotations(SandboxLabels.WANTED_BY)
+                    .removeFromAnnotations(SandboxLabels.WANTED_AT)
+                .endMetadata()
+                .build();
+    }
+
+    /**
+     * @param pod       pod as last seen, reserved by another replica
+     * @param replicaId replica whose request waits for a pod
+     * @param at        time of asking
+     * @return the pod with the request to pass it on
+     */
+    static Pod wanted(Pod pod, String replicaId, Instant at) {
+        return new PodBuilder(pod)
+                .editMetadata()
+                    .addToAnnotations(SandboxLabels.WANTED_BY, replicaId)
+                    .addToAnnotations(SandboxLabels.WANTED_AT, at.toString())
+                .endMetadata()
+                .build();
+    }
+
+    /**
+     * @param pod       pod
+     * @param replicaId replica
+     * @param now       now
+     * @param within    how long an ask stands
+     * @return the replica that asked for this pod within {@code within}, other than {@code replicaId}, if any
+     */
+    static Optional<String> wantedByOther(Pod pod, String replicaId, Instant now, Duration within) {
+        String by = PodStates.annotations(pod).get(SandboxLabels.WANTED_BY);
+        Optional<Instant> at = PodStates.parseTime(PodStates.annotations(pod).get(SandboxLabels.WANTED_AT));
+        if (by == null || by.equals(replicaId) || at.isEmpty() || at.get().plus(within).isBefore(now)) {
+            return Optional.empty();
+        }
+        return Optional.of(by);
+    }
+
+    /**
      * @param pod       pod as last seen
      * @param claimedBy {@code <replica-id>/<request-id>}
      * @param at        time of the claim
@@ -50,6 +99,8 @@ final class PoolMarks {
                     .addToAnnotations(SandboxLabels.CLAIMED_BY, claimedBy)
                     .addToAnnotations(SandboxLabels.CLAIMED_AT, at.toString())
                     .removeFromAnnotations(SandboxLabels.RESERVED_UNTIL)
+                    .removeFromAnnotations(SandboxLabels.WANTED_BY)
+                    .removeFromAnnotations(SandboxLabels.WANTED_AT)
                 .endMetadata();
         if (project != null) {
             builder.editMetadata().addToAnnotations(SandboxLabels.PROJECT_ANNOTATION, project).endMetadata();
@@ -67,6 +118,8 @@ final class PoolMarks {
                     .addToLabels(SandboxLabels.STATE, SandboxLabels.STATE_WARM)
                     .removeFromAnnotations(SandboxLabels.CLAIMED_BY)
                     .removeFromAnnotations(SandboxLabels.RESERVED_UNTIL)
+                    .removeFromAnnotations(SandboxLabels.WANTED_BY)
+                    .removeFromAnnotations(SandboxLabels.WANTED_AT)
                 .endMetadata()
                 .build();
     }

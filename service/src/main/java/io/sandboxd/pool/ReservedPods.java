@@ -7,13 +7,17 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Deque;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Predicate;
@@ -29,14 +33,21 @@ import io.fabric8.kubernetes.api.model.Pod;
  *
  * <p>A reservation is the same resourceVersion-guarded update a claim is (state {@code reserved}, {@code claimed-by
  * <replica>/reserved}, {@code reserved-until}), so of several replicas exactly one holds a given pod; within this
- * replica, whoever removes a reservation from the queue owns it, so one reservation goes to one request. The pod is
- * also probed over HTTP before it is queued, so the request does not wait for the network path to open.
+ * replica, whoever removes a reservation from the queue owns it, so one reservation goes to one request. A pod is
+ * probed over HTTP before it is reserved, so the request does not wait for the network path to open.
  *
  * <p>Handing a pod to a request is recorded afterwards, in the background (state {@code claimed}, as a direct claim
- * writes it), so the pool's leader refills and other replicas stop counting the pod as warm. Reservations are
+ * writes it), so the pool's leader refills and other replicas stop counting the pod as warm; a run that ends within
+ * {@link #RECORD_AFTER} needs no record, because deleting its pod says the same. Reservations are
  * renewed while they wait; one whose holder died lapses and is deleted by the leader ({@link PoolReconciler}). A
  * reservation is handed out only while at least {@link #HAND_OUT_MARGIN} of it is left, so the hand-over is on record
  * long before anyone could take the pod for an orphan. On shutdown the queued pods are given back as warm.
+ *
+ * <p>Requests are spread over replicas by the Service, not by who holds pods, so a replica may have a request waiting
+ * while another sits on idle reservations. The waiting replica then asks for one ({@code wanted-by}, a conditional
+ * update on the other's pod); the holder, if the pod is still in its queue, takes it out and passes it on (reserved by
+ * the asker, one conditional update); the asker adopts only pods it asked for. Only the holder ever changes a
+ * reservation's holder, and only for a pod no request of its own has, so a pod still goes to one request.
  */
 final class ReservedPods implements AutoCloseable {
 
@@ -47,8 +58,20 @@ final class ReservedPods implements AutoCloseable {
     /** A reservation with less than this left is not handed out. */
     static final Duration HAND_OUT_MARGIN = Duration.ofSeconds(30);
 
+    /** How long an ask for another replica's pod stands. */
+    static final Duration ASK_STANDS = Duration.ofSeconds(5);
+    /** An ask not answered within this is forgotten (the pod, if passed on later, lapses). */
+    private static final Duration ASK_FORGOTTEN = Duration.ofSeconds(30);
+
+    /** A hand-over is recorded once the run has taken this long (a pod deleted before then needs no record). */
+    static final Duration RECORD_AFTER = Duration.ofSeconds(1);
+
     private static final Logger LOGGER = Logger.getLogger(ReservedPods.class.getName());
     private static final Duration PERIOD = Duration.ofSeconds(10);
+
+    /** A pod handed to a request: the pending record, and its completion. */
+    private record HandOver(ScheduledFuture<?> timer, CompletableFuture<Void> recorded) {
+    }
 
     /** A reservation: the pod as this replica last wrote it (its resourceVersion), and until when it holds. */
     record Reservation(Pod pod, Instant until) {
@@ -67,6 +90,15 @@ final class ReservedPods implements AutoCloseable {
     private final Deque<Reservation> queued = new ConcurrentLinkedDeque<>();
     private final ScheduledExecutorService worker;
     private final ExecutorService background = Executors.newVirtualThreadPerTaskExecutor();
+    private final ScheduledExecutorService delays = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread thread = new Thread(r, "pool-hand-overs");
+        thread.setDaemon(true);
+        return thread;
+    });
+    /** Pods this replica asked other replicas to pass on, and when. */
+    private final Map<String, Instant> asked = new ConcurrentHashMap<>();
+    /** Hand-overs whose record is pending or being written, by pod name. */
+    private final Map<String, HandOver> handOvers = new ConcurrentHashMap<>();
     private final AtomicBoolean scheduled = new AtomicBoolean();
     private volatile boolean started;
 
@@ -163,13 +195,83 @@ final class ReservedPods implements AutoCloseable {
         }
     }
 
-    /** One pass: renew what is about to lapse, then reserve up to capacity. */
+    /**
+     * Asks the replica holding a reserved pod to pass it on to this one; for a request that found no pod. At most one
+     * ask, on a pod nobody else asked for lately.
+     *
+     * @return whether an ask was made
+     */
+    boolean askForOne() {
+        if (capacity == 0) {
+            return false; // reservations are off here: nobody would adopt the pod
+        }
+        Instant now = clock.instant();
+        List<Pod> candidates = new ArrayList<>();
+        for (Pod pod : cache.pods()) {
+            if (PodStates.isReadyToServe(pod) && PodStates.isLabelledReserved(pod)
+                    && !PoolMarks.reservedBy(pod, replicaId) && !asked.containsKey(pod.getMetadata().getName())
+                    && PoolMarks.wantedByOther(pod, replicaId, now, ASK_STANDS).isEmpty()) {
+                candidates.add(pod);
+            }
+        }
+        Collections.shuffle(candidates);
+        for (Pod pod : candidates) {
+            String name = pod.getMetadata().getName();
+            asked.put(name, now); // before the write: the holder may answer before this thread goes on
+            if (writes.updateIfUnchanged(PoolMarks.wanted(pod, replicaId, now)).outcome()
+                    == PodWrites.Outcome.UPDATED) {
+                LOGGER.fine(() -> "asked for pod " + name);
+                return true;
+            }
+            asked.remove(name);
+        }
+        return false;
+    }
+
+    /** One pass: pass on and adopt what was asked for, renew what is about to lapse, then reserve up to capacity. */
     synchronized void maintain() {
         if (!cache.synced()) {
             return;
         }
+        passOnWanted();
+        adoptPassedOn();
         renew();
         reserve();
+    }
+
+    private void passOnWanted() {
+        Instant now = clock.instant();
+        for (Reservation reservation : List.copyOf(queued)) {
+            Optional<String> asker = cache.pod(reservation.name())
+                    .flatMap(pod -> PoolMarks.wantedByOther(pod, replicaId, now, ASK_STANDS));
+            if (asker.isEmpty() || !queued.remove(reservation)) {
+                continue; // not asked for, or a request of this replica took it meanwhile
+            }
+            Optional<Pod> passed = updateOwned(reservation.pod(),
+                                               pod -> PoolMarks.passedOn(pod, asker.get(), now.plus(HOLD)));
+            if (passed.isPresent()) {
+                held.remove(reservation.name());
+                LOGGER.fine(() -> "passed reserved pod " + reservation.name() + " on to " + asker.get());
+            } else {
+                queued.addLast(reservation);
+            }
+        }
+    }
+
+    private void adoptPassedOn() {
+        Instant now = clock.instant();
+        for (Map.Entry<String, Instant> ask : List.copyOf(asked.entrySet())) {
+            String name = ask.getKey();
+            Optional<Pod> pod = cache.pod(name);
+            if (pod.isEmpty() || PodStates.isDeleting(pod.get())
+                    || ask.getValue().plus(ASK_FORGOTTEN).isBefore(now)) {
+                asked.remove(name);
+            } else if (PoolMarks.reservedBy(pod.get(), replicaId) && held.add(name)) {
+                asked.remove(name);
+                queued.addFirst(new Reservation(pod.get(), PodStates.reservedUntil(pod.get())));
+                cache.wake();
+            }
+        }
     }
 
     private void renew() {
@@ -212,21 +314,21 @@ final class ReservedPods implements AutoCloseable {
             }
             boolean kept = false;
             try {
+                // Probed first: only a pod that answers from here is reserved.
+                String ip = pod.getStatus().getPodIP();
+                if (!reachable.test(ip)) {
+                    LOGGER.warning("warm pod " + name + " at " + ip + " does not answer from this replica");
+                    continue;
+                }
                 Instant until = clock.instant().plus(HOLD);
                 PodWrites.Update update = writes.updateIfUnchanged(PoolMarks.reserved(pod, replicaId, until));
-                if (update.outcome() != PodWrites.Outcome.UPDATED) {
-                    continue; // another replica or a request was first
-                }
-                String ip = pod.getStatus().getPodIP();
-                if (reachable.test(ip)) {
+                if (update.outcome() == PodWrites.Outcome.UPDATED) {
                     queued.addLast(new Reservation(update.pod(), until));
                     kept = true;
                     missing--;
                     cache.wake(); // a request may be waiting for exactly this
-                } else {
-                    LOGGER.warning("reserved pod " + name + " at " + ip + " does not answer; deleting it");
-                    writes.delete(name);
                 }
+                // else: another replica or a request was first
             } finally {
                 if (!kept) {
                     held.remove(name);
@@ -235,15 +337,34 @@ final class ReservedPods implements AutoCloseable {
         }
     }
 
+    /**
+     * @param podName a pod this replica handed to a request
+     * @return completes when the pod may be deleted: at once, unless its hand-over is being recorded right now
+     */
+    CompletableFuture<Void> handOverSettled(String podName) {
+        HandOver handOver = handOvers.remove(podName);
+        if (handOver == null || handOver.timer().cancel(false)) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return handOver.recorded();
+    }
+
     private void recordHandOver(Reservation reservation, String requestId, String project, Instant at) {
-        background.execute(() -> {
-            Optional<Pod> claimed = updateOwned(reservation.pod(), pod -> PoolMarks.claimed(
-                    pod, replicaId + "/" + requestId, at, project));
-            if (claimed.isEmpty()) {
-                LOGGER.warning("hand-over of reserved pod " + reservation.name() + " to request " + requestId
-                                       + " could not be recorded; the reservation stays until it lapses");
+        CompletableFuture<Void> recorded = new CompletableFuture<>();
+        Runnable record = () -> background.execute(() -> {
+            try {
+                Optional<Pod> claimed = updateOwned(reservation.pod(), pod -> PoolMarks.claimed(
+                        pod, replicaId + "/" + requestId, at, project));
+                if (claimed.isEmpty()) {
+                    LOGGER.warning("hand-over of reserved pod " + reservation.name() + " to request " + requestId
+                                           + " could not be recorded; the reservation stays until it lapses");
+                }
+            } finally {
+                recorded.complete(null);
             }
         });
+        handOvers.put(reservation.name(), new HandOver(delays.schedule(record, RECORD_AFTER.toMillis(),
+                                                                       TimeUnit.MILLISECONDS), recorded));
     }
 
     /**
@@ -265,12 +386,18 @@ final class ReservedPods implements AutoCloseable {
     @Override
     public void close() {
         worker.shutdownNow();
+        delays.shutdown(); // pending records still run: their runs are still under way
         Reservation reservation;
         while ((reservation = queued.pollFirst()) != null) {
             if (updateOwned(reservation.pod(), PoolMarks::warm).isPresent()) {
                 LOGGER.info("gave reserved pod " + reservation.name() + " back to the pool");
             }
             held.remove(reservation.name());
+        }
+        try {
+            delays.awaitTermination(RECORD_AFTER.toMillis() * 2, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
         background.close();
     }

@@ -22,7 +22,8 @@ import io.fabric8.kubernetes.api.model.Pod;
  * ahead of demand, so the request makes no call to the API server. Failing that, a request claims a warm pod itself:
  * one conditional update (label {@code state=claimed} plus the {@code claimed-by} annotation, carrying the pod's
  * resourceVersion), so of several replicas racing for one pod exactly one wins; the others get 409 and try another
- * pod. With neither, a request waits, woken by informer events, up to its limit. Creating and deleting pool pods is
+ * pod. With neither, a request waits, woken by informer events, up to its limit, and asks a replica that holds idle
+ * reservations to pass one on. Creating and deleting pool pods is
  * the {@link PoolReconciler}'s job, except that the request that used a pod deletes it.
  */
 public final class WarmPool implements AutoCloseable {
@@ -31,6 +32,8 @@ public final class WarmPool implements AutoCloseable {
     public static final String NO_WARM_POD = "no warm sandbox pod available, try again shortly";
 
     private static final Logger LOGGER = Logger.getLogger(WarmPool.class.getName());
+    /** A waiting request asks another replica for a reserved pod at most this often. */
+    private static final Duration ASK_EVERY = Duration.ofSeconds(1);
 
     private final PodCache cache;
     private final PodWrites writes;
@@ -74,10 +77,18 @@ public final class WarmPool implements AutoCloseable {
      * @throws SandboxFailure 503 when no pod could be had in time
      */
     public ClaimedPod claim(String requestId, String project, Duration wait) {
+        long[] lastAsk = {System.nanoTime() - ASK_EVERY.toNanos()};
         try {
-            return cache.await(() -> reservations.take(requestId, project).or(() -> tryClaim(requestId, project)),
-                               wait)
-                    .orElseThrow(() -> SandboxFailure.unavailable(NO_WARM_POD));
+            return cache.await(() -> {
+                Optional<ClaimedPod> pod = reservations.take(requestId, project)
+                        .or(() -> tryClaim(requestId, project));
+                if (pod.isEmpty() && System.nanoTime() - lastAsk[0] >= ASK_EVERY.toNanos()) {
+                    // Nothing here: ask a replica that holds idle reservations to pass one on.
+                    lastAsk[0] = System.nanoTime();
+                    reservations.askForOne();
+                }
+                return pod;
+            }, wait).orElseThrow(() -> SandboxFailure.unavailable(NO_WARM_POD));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw SandboxFailure.unavailable(NO_WARM_POD);
@@ -91,13 +102,13 @@ public final class WarmPool implements AutoCloseable {
      * @param podName pod name
      */
     public void release(String podName) {
-        deletions.execute(() -> {
+        reservations.handOverSettled(podName).thenRunAsync(() -> {
             try {
                 writes.delete(podName);
             } finally {
                 held.remove(podName);
             }
-        });
+        }, deletions);
     }
 
     /**

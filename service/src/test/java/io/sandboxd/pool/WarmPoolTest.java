@@ -30,6 +30,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -278,6 +279,29 @@ class WarmPoolTest {
         }
         assertEquals(4, handedOut.size(), "every pod went to exactly one request");
         assertEquals(4, failures);
+    }
+
+    @Test
+    void aReplicaWithARequestWaitingGetsAnIdleReservationPassedOnByItsHolder() throws Exception {
+        for (int i = 0; i < 2; i++) {
+            readyWarmPod("sandbox-h" + i);
+        }
+        WarmPool holder = pool("replica-b", 3, Clock.systemUTC());
+        awaitStored(pods -> pods.stream().allMatch(p -> "reserved".equals(state(p))));
+        WarmPool asker = pool("replica-a", 1, Clock.systemUTC());
+
+        long start = System.nanoTime();
+        ClaimedPod pod = asker.claim("req-a", "proj", Duration.ofSeconds(10));
+        long millis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(millis < 5_000, "waited " + millis + " ms for a pod passed on");
+        Pod stored = client.pods().inNamespace(NS).withName(pod.name()).get();
+        // Every pod was reserved by the holder, so the asker can only have it from the holder.
+        String claimedBy = stored.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY);
+        assertTrue(claimedBy.equals("replica-a/reserved") || claimedBy.equals("replica-a/req-a"), claimedBy);
+        assertNull(stored.getMetadata().getAnnotations().get(SandboxLabels.WANTED_BY));
+        assertEquals(1, holder.reservedCount(), "the holder keeps the other pod");
+        // The holder's own next request gets the pod it kept, never the one it passed on.
+        assertNotEquals(pod.name(), holder.claim("req-b", "proj", Duration.ofSeconds(5)).name());
     }
 
     @Test

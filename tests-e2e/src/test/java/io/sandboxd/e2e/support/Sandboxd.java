@@ -140,6 +140,15 @@ public final class Sandboxd {
         return List.copyOf(replicas);
     }
 
+    /**
+     * The chart's Service at its ClusterIP, as an agent in the cluster calls sandboxd (the test JVM runs
+     * on the node, which reaches the Service network); no port-forward tunnel on the path.
+     */
+    public URI serviceUri() {
+        String ip = k8s.services().inNamespace(RELEASE_NAMESPACE).withName(RELEASE).get().getSpec().getClusterIP();
+        return URI.create("http://" + ip + ":8080");
+    }
+
     public String token(String project, String agent, String image) {
         return minter.mint(project, agent, image);
     }
