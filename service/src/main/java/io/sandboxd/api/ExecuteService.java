@@ -53,6 +53,7 @@ final class ExecuteService implements HttpService {
                                                                    request.sessionId()));
                 call.succeeded(outcome.sandboxId(), outcome.reply().exitCode(), "ok");
                 call.timing("wait_ms", outcome.waitMillis());
+                call.timing("pod_ms", outcome.podMillis());
                 call.timing("run_ms", outcome.reply().durationMs());
                 ApiJson.send(res, 200, ExecuteResponse.from(outcome));
             } catch (RuntimeException e) {

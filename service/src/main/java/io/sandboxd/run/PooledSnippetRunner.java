@@ -53,7 +53,9 @@ public final class PooledSnippetRunner implements SnippetRunner, PoolStatusSourc
             ClaimedPod pod = pool.claim(job.requestId(), job.caller().project(), warmWait);
             long waitMillis = (System.nanoTime() - claimStart) / 1_000_000;
             try {
-                return new SnippetOutcome(pod.name(), execute(pod, job), waitMillis);
+                long callStart = System.nanoTime();
+                ExecutorReply reply = execute(pod, job);
+                return new SnippetOutcome(pod.name(), reply, waitMillis, (System.nanoTime() - callStart) / 1_000_000);
             } finally {
                 pool.release(pod.name());
             }
