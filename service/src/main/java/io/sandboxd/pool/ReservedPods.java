@@ -20,6 +20,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Predicate;
 import java.util.function.UnaryOperator;
 import java.util.logging.Level;
@@ -100,6 +101,8 @@ final class ReservedPods implements AutoCloseable {
     /** Hand-overs whose record is pending or being written, by pod name. */
     private final Map<String, HandOver> handOvers = new ConcurrentHashMap<>();
     private final AtomicBoolean scheduled = new AtomicBoolean();
+    /** Reservations being probed and written right now. */
+    private final AtomicInteger reserving = new AtomicInteger();
     private volatile boolean started;
 
     /**
@@ -292,7 +295,7 @@ final class ReservedPods implements AutoCloseable {
     }
 
     private void reserve() {
-        int missing = capacity - queued.size();
+        int missing = capacity - queued.size() - reserving.get();
         if (missing <= 0) {
             return;
         }
@@ -308,32 +311,38 @@ final class ReservedPods implements AutoCloseable {
             if (missing == 0) {
                 return;
             }
-            String name = pod.getMetadata().getName();
-            if (!held.add(name)) {
-                continue;
+            if (held.add(pod.getMetadata().getName())) {
+                missing--;
+                reserving.incrementAndGet();
+                // Off this thread: a new pod may take a second to answer, and passing pods on must not wait for it.
+                background.execute(() -> probeAndReserve(pod));
             }
-            boolean kept = false;
-            try {
-                // Probed first: only a pod that answers from here is reserved.
-                String ip = pod.getStatus().getPodIP();
-                if (!reachable.test(ip)) {
-                    LOGGER.warning("warm pod " + name + " at " + ip + " does not answer from this replica");
-                    continue;
-                }
-                Instant until = clock.instant().plus(HOLD);
-                PodWrites.Update update = writes.updateIfUnchanged(PoolMarks.reserved(pod, replicaId, until));
-                if (update.outcome() == PodWrites.Outcome.UPDATED) {
-                    queued.addLast(new Reservation(update.pod(), until));
-                    kept = true;
-                    missing--;
-                    cache.wake(); // a request may be waiting for exactly this
-                }
-                // else: another replica or a request was first
-            } finally {
-                if (!kept) {
-                    held.remove(name);
-                }
+        }
+    }
+
+    private void probeAndReserve(Pod pod) {
+        String name = pod.getMetadata().getName();
+        boolean kept = false;
+        try {
+            // Probed first: only a pod that answers from here is reserved.
+            String ip = pod.getStatus().getPodIP();
+            if (!reachable.test(ip)) {
+                LOGGER.warning("warm pod " + name + " at " + ip + " does not answer from this replica");
+                return;
             }
+            Instant until = clock.instant().plus(HOLD);
+            PodWrites.Update update = writes.updateIfUnchanged(PoolMarks.reserved(pod, replicaId, until));
+            if (update.outcome() == PodWrites.Outcome.UPDATED) {
+                queued.addLast(new Reservation(update.pod(), until));
+                kept = true;
+                cache.wake(); // a request may be waiting for exactly this
+            }
+            // else: another replica or a request was first
+        } finally {
+            if (!kept) {
+                held.remove(name);
+            }
+            reserving.decrementAndGet();
         }
     }
 
@@ -387,6 +396,12 @@ final class ReservedPods implements AutoCloseable {
     public void close() {
         worker.shutdownNow();
         delays.shutdown(); // pending records still run: their runs are still under way
+        try {
+            delays.awaitTermination(RECORD_AFTER.toMillis() * 2, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        background.close(); // waits for reservations being made, so they are given back too
         Reservation reservation;
         while ((reservation = queued.pollFirst()) != null) {
             if (updateOwned(reservation.pod(), PoolMarks::warm).isPresent()) {
@@ -394,11 +409,5 @@ final class ReservedPods implements AutoCloseable {
             }
             held.remove(reservation.name());
         }
-        try {
-            delays.awaitTermination(RECORD_AFTER.toMillis() * 2, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        background.close();
     }
 }
