@@ -59,8 +59,6 @@ final class ReservedPods implements AutoCloseable {
     /** A reservation with less than this left is not handed out. */
     static final Duration HAND_OUT_MARGIN = Duration.ofSeconds(30);
 
-    /** A replica short of reservations asks for other replicas' reservations idle this long. */
-    static final Duration IDLE_BEFORE_ASKED = Duration.ofSeconds(5);
     /** How long an ask for another replica's pod stands. */
     static final Duration ASK_STANDS = Duration.ofSeconds(5);
     /** An ask not answered within this is forgotten (the pod, if passed on later, lapses). */
@@ -106,7 +104,6 @@ final class ReservedPods implements AutoCloseable {
     /** Reservations being probed and written right now. */
     private final AtomicInteger reserving = new AtomicInteger();
     private volatile boolean started;
-    private volatile Instant lastHandOut = Instant.EPOCH;
 
     /**
      * @param cache     snippet pod informer
@@ -168,7 +165,6 @@ final class ReservedPods implements AutoCloseable {
                     && !PodStates.isDeleting(current.get())
                     && !reservation.until().minus(HAND_OUT_MARGIN).isBefore(now);
             if (serviceable) {
-                lastHandOut = now;
                 recordHandOver(reservation, requestId, project, now);
                 trigger(); // reserve the next one
                 return Optional.of(new ClaimedPod(reservation.name(), current.get().getStatus().getPodIP(), true));
@@ -209,13 +205,6 @@ final class ReservedPods implements AutoCloseable {
      * @return whether an ask was made
      */
     boolean askForOne() {
-        return askForOne(Duration.ZERO);
-    }
-
-    /**
-     * @param idleFor ask only for a pod its holder reserved (or renewed) at least this long ago
-     */
-    private boolean askForOne(Duration idleFor) {
         if (capacity == 0) {
             return false; // reservations are off here: nobody would adopt the pod
         }
@@ -224,8 +213,7 @@ final class ReservedPods implements AutoCloseable {
         for (Pod pod : cache.pods()) {
             if (PodStates.isReadyToServe(pod) && PodStates.isLabelledReserved(pod)
                     && !PoolMarks.reservedBy(pod, replicaId) && !asked.containsKey(pod.getMetadata().getName())
-                    && PoolMarks.wantedByOther(pod, replicaId, now, ASK_STANDS).isEmpty()
-                    && !PodStates.reservedUntil(pod).minus(HOLD).plus(idleFor).isAfter(now)) {
+                    && PoolMarks.wantedByOther(pod, replicaId, now, ASK_STANDS).isEmpty()) {
                 candidates.add(pod);
             }
         }
@@ -252,27 +240,6 @@ final class ReservedPods implements AutoCloseable {
         adoptPassedOn();
         renew();
         reserve();
-        askAhead();
-    }
-
-    /**
-     * Short of reservations with no warm pod to take: asks for reservations other replicas have left idle for
-     * {@link #IDLE_BEFORE_ASKED}, so pods drift to where the requests are (a client's keep-alive connection pins it
-     * to one replica). Only a replica that handed pods out lately asks, and a busy replica's reservations never sit
-     * idle that long, so idle replicas do not trade pods, nor do two busy ones.
-     */
-    private void askAhead() {
-        if (lastHandOut.plus(IDLE_BEFORE_ASKED.multipliedBy(2)).isBefore(clock.instant())) {
-            return; // no demand here lately: short only because capacities add up to more than the pool
-        }
-        int shortBy = capacity - queued.size() - reserving.get() - asked.size();
-        boolean warmAtHand = cache.pods().stream()
-                .anyMatch(pod -> PodStates.isWarm(pod) && !held.contains(pod.getMetadata().getName()));
-        for (int i = 0; i < shortBy && !warmAtHand; i++) {
-            if (!askForOne(IDLE_BEFORE_ASKED)) {
-                return;
-            }
-        }
     }
 
     private void passOnWanted() {

@@ -132,10 +132,6 @@ public final class WarmPool implements AutoCloseable {
         return reservations.queued();
     }
 
-    ReservedPods reservations() {
-        return reservations;
-    }
-
     private Optional<ClaimedPod> tryClaim(String requestId, String project) {
         List<Pod> candidates = new ArrayList<>();
         for (Pod pod : cache.pods()) {

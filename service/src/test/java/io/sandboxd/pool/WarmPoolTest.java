@@ -305,36 +305,6 @@ class WarmPoolTest {
     }
 
     @Test
-    void idleReservationsDriftToTheReplicaThatHandsPodsOutAndIdleReplicasDoNotTrade() throws Exception {
-        for (int i = 0; i < 3; i++) {
-            readyWarmPod("sandbox-d" + i);
-        }
-        MovableClock clock = new MovableClock();
-        WarmPool idle = pool("replica-b", 2, clock);
-        awaitStored(pods -> pods.stream().filter(p -> "reserved".equals(state(p))).count() == 2);
-        WarmPool busy = pool("replica-a", 2, clock);
-        awaitStored(pods -> pods.stream().allMatch(p -> "reserved".equals(state(p))));
-
-        // Capacities (2 + 2) exceed the pool (3); with no requests, nobody asks for anybody's pods.
-        clock.advance(ReservedPods.IDLE_BEFORE_ASKED.plusSeconds(1));
-        busy.reservations().maintain();
-        idle.reservations().maintain();
-        assertTrue(snippetPods().stream().noneMatch(p -> p.getMetadata().getAnnotations().containsKey(SandboxLabels.WANTED_BY)));
-
-        // The busy replica hands out its pod and, short with no warm pod around, draws the idle replica's two.
-        busy.claim("req", "proj", Duration.ofSeconds(5));
-        busy.reservations().maintain();
-        awaitStored(pods -> pods.stream().filter(p -> "replica-a/reserved".equals(
-                p.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY))).count() == 2);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (busy.reservedCount() < 2 && System.nanoTime() < deadline) {
-            Thread.sleep(20);
-        }
-        assertEquals(2, busy.reservedCount());
-        assertEquals(0, idle.reservedCount());
-    }
-
-    @Test
     void closingAReplicaGivesItsReservedPodsBackAsWarm() throws Exception {
         readyWarmPod("sandbox-back");
         WarmPool a = pool("replica-a", 1, Clock.systemUTC());
