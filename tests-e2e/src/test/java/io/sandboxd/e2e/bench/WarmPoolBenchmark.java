@@ -45,7 +45,7 @@ class WarmPoolBenchmark {
     private static final String CODE = "print(2**32)";
     private static final int WARM_RUNS = Integer.getInteger("bench.warmRuns", 200);
     private static final int COLD_RUNS = Integer.getInteger("bench.coldRuns", 20);
-    private static final int QUIET_RUNS = Integer.getInteger("bench.quietRuns", 50);
+    private static final int QUIET_RUNS = Integer.getInteger("bench.quietRuns", 200);
     private static final int WARM_UP_CALLS = Integer.getInteger("bench.warmUpCalls", 5000);
 
     @Test
