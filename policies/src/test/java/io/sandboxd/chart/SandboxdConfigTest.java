@@ -19,6 +19,7 @@ class SandboxdConfigTest {
         snippet:
           image: sandboxd.local/snippet-sandbox:dev
           poolTarget: 3
+          reservePerReplica: 2
           defaultTimeoutSeconds: 20
           maxTimeoutSeconds: 60
           warmWaitSeconds: 30
@@ -90,6 +91,7 @@ class SandboxdConfigTest {
     assertEquals("sandboxes", (Object) at(config, "sandbox", "namespace"));
     assertEquals("registry.example/snippet:1.2.3", (Object) at(config, "sandbox", "snippet", "image"));
     assertEquals(5L, (Object) at(config, "sandbox", "snippet", "poolTarget"));
+    assertEquals(3L, (Object) at(config, "sandbox", "snippet", "reservePerReplica"), "ceil(5 / 2 replicas)");
     assertEquals(10L, (Object) at(config, "sandbox", "snippet", "defaultTimeoutSeconds"));
     assertEquals(30L, (Object) at(config, "sandbox", "snippet", "maxTimeoutSeconds"));
     assertEquals(15L, (Object) at(config, "sandbox", "snippet", "warmWaitSeconds"));
@@ -110,6 +112,18 @@ class SandboxdConfigTest {
         "runtimeClassName", "gvisor"), at(config, "sandbox", "security"));
     assertEquals(Map.of("keysDir", "/etc/sandboxd/keys", "audience", "sandboxd-prod",
         "issuer", "https://control-plane.example"), at(config, "sandbox", "tokens"));
+  }
+
+  @Test
+  void reservationsPerReplicaDefaultToAShareOfThePoolAndCanBeSetOrTurnedOff() {
+    assertEquals(4L, (Object) at(applicationYaml(HelmChart.render(values("snippet.poolTarget", 4, "replicaCount", 1))),
+        "sandbox", "snippet", "reservePerReplica"), "one replica reserves the whole pool");
+    assertEquals(2L, (Object) at(applicationYaml(HelmChart.render(values("snippet.poolTarget", 6, "replicaCount", 3))),
+        "sandbox", "snippet", "reservePerReplica"));
+    assertEquals(0L, (Object) at(applicationYaml(HelmChart.render(values("snippet.reservePerReplica", 0))),
+        "sandbox", "snippet", "reservePerReplica"), "0 turns reservations off");
+    assertEquals(5L, (Object) at(applicationYaml(HelmChart.render(values("snippet.reservePerReplica", 5))),
+        "sandbox", "snippet", "reservePerReplica"));
   }
 
   @Test
