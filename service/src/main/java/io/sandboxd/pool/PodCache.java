@@ -1,12 +1,15 @@
 package io.sandboxd.pool;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -97,6 +100,17 @@ public final class PodCache implements AutoCloseable {
      */
     public List<Pod> pods() {
         return informer.getStore().list();
+    }
+
+    /**
+     * @param filter which pods
+     * @return the pods the informer holds that pass {@code filter}, shuffled (so that replicas and requests racing
+     *         for pods spread over different ones)
+     */
+    public List<Pod> inRandomOrder(Predicate<Pod> filter) {
+        List<Pod> pods = new ArrayList<>(informer.getStore().list().stream().filter(filter).toList());
+        Collections.shuffle(pods);
+        return pods;
     }
 
     /**

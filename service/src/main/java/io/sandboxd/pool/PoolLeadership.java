@@ -48,11 +48,7 @@ public final class PoolLeadership implements AutoCloseable {
         this.namespace = namespace;
         this.identity = identity;
         this.onLeadingChanged = onLeadingChanged;
-        this.rejoin = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread thread = new Thread(r, "pool-leadership");
-            thread.setDaemon(true);
-            return thread;
-        });
+        this.rejoin = Executors.newSingleThreadScheduledExecutor(CoalescedPasses.daemonThreads("pool-leadership"));
     }
 
     /**

@@ -10,11 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.sandboxd.pods.SandboxLabels;
@@ -84,8 +79,7 @@ public final class PoolReconciler implements AutoCloseable {
     private final String replicaId;
     private final Clock clock;
 
-    private final ScheduledExecutorService executor;
-    private final AtomicBoolean scheduled = new AtomicBoolean();
+    private final CoalescedPasses passes;
     private final Map<String, Instant> pendingCreates = new ConcurrentHashMap<>();
     private volatile boolean leading;
     private Duration backoff = Duration.ZERO;
@@ -111,11 +105,7 @@ public final class PoolReconciler implements AutoCloseable {
         this.limits = limits;
         this.replicaId = replicaId;
         this.clock = clock;
-        this.executor = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread thread = new Thread(r, "pool-reconciler");
-            thread.setDaemon(true);
-            return thread;
-        });
+        this.passes = new CoalescedPasses("pool-reconciler", this::reconcile);
     }
 
     /**
@@ -124,7 +114,7 @@ public final class PoolReconciler implements AutoCloseable {
     public void start() {
         snippets.onChange(this::trigger);
         tools.onChange(this::trigger);
-        executor.scheduleWithFixedDelay(this::trigger, PERIOD.toMillis(), PERIOD.toMillis(), TimeUnit.MILLISECONDS);
+        passes.every(PERIOD);
     }
 
     /**
@@ -149,20 +139,7 @@ public final class PoolReconciler implements AutoCloseable {
      * Asks for a reconcile soon; many asks before it runs make one reconcile.
      */
     public void trigger() {
-        if (scheduled.compareAndSet(false, true)) {
-            try {
-                executor.execute(() -> {
-                    scheduled.set(false);
-                    try {
-                        reconcile();
-                    } catch (RuntimeException e) {
-                        LOGGER.log(Level.WARNING, "pool reconcile failed", e);
-                    }
-                });
-            } catch (java.util.concurrent.RejectedExecutionException e) {
-                scheduled.set(false);
-            }
-        }
+        passes.request();
     }
 
     /** One pass; synchronized so that passes never overlap (each counts what the previous one created). */
@@ -305,6 +282,6 @@ public final class PoolReconciler implements AutoCloseable {
     @Override
     public void close() {
         leading = false;
-        executor.shutdownNow();
+        passes.close();
     }
 }

@@ -3,8 +3,6 @@ package io.sandboxd.pool;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
@@ -15,15 +13,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Predicate;
 import java.util.function.UnaryOperator;
-import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.fabric8.kubernetes.api.model.Pod;
@@ -89,18 +84,14 @@ final class ReservedPods implements AutoCloseable {
     private final Predicate<String> reachable;
     private final Set<String> held;
     private final Deque<Reservation> queued = new ConcurrentLinkedDeque<>();
-    private final ScheduledExecutorService worker;
+    private final CoalescedPasses passes;
     private final ExecutorService background = Executors.newVirtualThreadPerTaskExecutor();
-    private final ScheduledExecutorService delays = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread thread = new Thread(r, "pool-hand-overs");
-        thread.setDaemon(true);
-        return thread;
-    });
+    private final ScheduledExecutorService delays =
+            Executors.newSingleThreadScheduledExecutor(CoalescedPasses.daemonThreads("pool-hand-overs"));
     /** Pods this replica asked other replicas to pass on, and when. */
     private final Map<String, Instant> asked = new ConcurrentHashMap<>();
     /** Hand-overs whose record is pending or being written, by pod name. */
     private final Map<String, HandOver> handOvers = new ConcurrentHashMap<>();
-    private final AtomicBoolean scheduled = new AtomicBoolean();
     /** Reservations being probed and written right now. */
     private final AtomicInteger reserving = new AtomicInteger();
     private volatile boolean started;
@@ -124,11 +115,7 @@ final class ReservedPods implements AutoCloseable {
         this.capacity = capacity;
         this.reachable = reachable;
         this.held = held;
-        this.worker = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread thread = new Thread(r, "pool-reservations");
-            thread.setDaemon(true);
-            return thread;
-        });
+        this.passes = new CoalescedPasses("pool-reservations", this::maintain);
     }
 
     /** Starts reserving on informer events and renewing on a timer; does nothing with capacity 0. */
@@ -138,7 +125,7 @@ final class ReservedPods implements AutoCloseable {
         }
         started = true;
         cache.onChange(this::trigger);
-        worker.scheduleWithFixedDelay(this::trigger, PERIOD.toMillis(), PERIOD.toMillis(), TimeUnit.MILLISECONDS);
+        passes.every(PERIOD);
         trigger();
     }
 
@@ -180,21 +167,10 @@ final class ReservedPods implements AutoCloseable {
         return Optional.empty();
     }
 
-    /** Asks for a pass soon; many asks before it runs make one pass. */
+    /** Asks for a pass soon (once started); many asks before it runs make one pass. */
     void trigger() {
-        if (started && scheduled.compareAndSet(false, true)) {
-            try {
-                worker.execute(() -> {
-                    scheduled.set(false);
-                    try {
-                        maintain();
-                    } catch (RuntimeException e) {
-                        LOGGER.log(Level.WARNING, "pool reservations pass failed", e);
-                    }
-                });
-            } catch (RejectedExecutionException e) {
-                scheduled.set(false);
-            }
+        if (started) {
+            passes.request();
         }
     }
 
@@ -209,16 +185,9 @@ final class ReservedPods implements AutoCloseable {
             return false; // reservations are off here: nobody would adopt the pod
         }
         Instant now = clock.instant();
-        List<Pod> candidates = new ArrayList<>();
-        for (Pod pod : cache.pods()) {
-            if (PodStates.isReadyToServe(pod) && PodStates.isLabelledReserved(pod)
-                    && !PoolMarks.reservedBy(pod, replicaId) && !asked.containsKey(pod.getMetadata().getName())
-                    && PoolMarks.wantedByOther(pod, replicaId, now, ASK_STANDS).isEmpty()) {
-                candidates.add(pod);
-            }
-        }
-        Collections.shuffle(candidates);
-        for (Pod pod : candidates) {
+        for (Pod pod : cache.inRandomOrder(pod -> PodStates.isReadyToServe(pod) && PodStates.isLabelledReserved(pod)
+                && !PoolMarks.reservedBy(pod, replicaId) && !asked.containsKey(pod.getMetadata().getName())
+                && PoolMarks.wantedByOther(pod, replicaId, now, ASK_STANDS).isEmpty())) {
             String name = pod.getMetadata().getName();
             asked.put(name, now); // before the write: the holder may answer before this thread goes on
             if (writes.updateIfUnchanged(PoolMarks.wanted(pod, replicaId, now)).outcome()
@@ -299,15 +268,8 @@ final class ReservedPods implements AutoCloseable {
         if (missing <= 0) {
             return;
         }
-        List<Pod> candidates = new ArrayList<>();
-        for (Pod pod : cache.pods()) {
-            if (PodStates.isWarm(pod) && !held.contains(pod.getMetadata().getName())) {
-                candidates.add(pod);
-            }
-        }
         // Random order spreads replicas that reserve at the same moment over different pods.
-        Collections.shuffle(candidates);
-        for (Pod pod : candidates) {
+        for (Pod pod : cache.inRandomOrder(pod -> PodStates.isWarm(pod) && !held.contains(pod.getMetadata().getName()))) {
             if (missing == 0) {
                 return;
             }
@@ -394,7 +356,7 @@ final class ReservedPods implements AutoCloseable {
     /** Stops reserving and gives the queued pods back as warm, for the other replicas. */
     @Override
     public void close() {
-        worker.shutdownNow();
+        passes.close();
         delays.shutdown(); // pending records still run: their runs are still under way
         try {
             delays.awaitTermination(RECORD_AFTER.toMillis() * 2, TimeUnit.MILLISECONDS);

@@ -2,9 +2,6 @@ package io.sandboxd.pool;
 
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Collections;
-import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -128,20 +125,13 @@ public final class WarmPool implements AutoCloseable {
     /**
      * @return pods this replica holds in reserve now
      */
-    public int reservedCount() {
+    int reservedCount() {
         return reservations.queued();
     }
 
     private Optional<ClaimedPod> tryClaim(String requestId, String project) {
-        List<Pod> candidates = new ArrayList<>();
-        for (Pod pod : cache.pods()) {
-            if (PodStates.isWarm(pod) && !held.contains(pod.getMetadata().getName())) {
-                candidates.add(pod);
-            }
-        }
         // Random order spreads concurrent claimers (this replica's and others') over different pods.
-        Collections.shuffle(candidates);
-        for (Pod pod : candidates) {
+        for (Pod pod : cache.inRandomOrder(pod -> PodStates.isWarm(pod) && !held.contains(pod.getMetadata().getName()))) {
             String name = pod.getMetadata().getName();
             if (!held.add(name)) {
                 continue;

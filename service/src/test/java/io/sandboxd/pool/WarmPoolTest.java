@@ -110,22 +110,9 @@ class WarmPoolTest {
         WarmPool b = pool("replica-b");
         awaitWarm(3);
 
-        CountDownLatch start = new CountDownLatch(1);
-        List<Future<Object>> futures = new ArrayList<>();
-        for (int i = 0; i < 6; i++) {
-            futures.add(threads.submit(claim(i % 2 == 0 ? a : b, "req-" + i, start)));
-        }
-        start.countDown();
-        Set<String> claimed = new HashSet<>();
-        int failures = 0;
-        for (Future<Object> f : futures) {
-            Object r = f.get(15, TimeUnit.SECONDS);
-            if (r instanceof ClaimedPod pod) {
-                assertTrue(claimed.add(pod.name()), "pod handed out twice: " + pod.name());
-            } else {
-                failures++;
-            }
-        }
+        Race race = claimAtOnce(a, b, 6);
+        Set<String> claimed = race.handedOut();
+        int failures = race.failures();
         assertEquals(Set.of("sandbox-p0", "sandbox-p1", "sandbox-p2"), claimed);
         assertEquals(3, failures);
     }
@@ -261,22 +248,9 @@ class WarmPoolTest {
         WarmPool b = pool("replica-b", 3, Clock.systemUTC());
         awaitStored(pods -> pods.stream().noneMatch(p -> "warm".equals(state(p))));
 
-        CountDownLatch start = new CountDownLatch(1);
-        List<Future<Object>> futures = new ArrayList<>();
-        for (int i = 0; i < 8; i++) {
-            futures.add(threads.submit(claim(i % 2 == 0 ? a : b, "req-" + i, start)));
-        }
-        start.countDown();
-        Set<String> handedOut = new HashSet<>();
-        int failures = 0;
-        for (Future<Object> f : futures) {
-            Object r = f.get(15, TimeUnit.SECONDS);
-            if (r instanceof ClaimedPod pod) {
-                assertTrue(handedOut.add(pod.name()), "pod handed out twice: " + pod.name());
-            } else {
-                failures++;
-            }
-        }
+        Race race = claimAtOnce(a, b, 8);
+        Set<String> handedOut = race.handedOut();
+        int failures = race.failures();
         assertEquals(4, handedOut.size(), "every pod went to exactly one request");
         assertEquals(4, failures);
     }
@@ -478,6 +452,31 @@ class WarmPoolTest {
         public Clock withZone(java.time.ZoneId zone) {
             return this;
         }
+    }
+
+    /** Outcome of requests claiming at once: the pods handed out (each once, or the race fails) and the 503s. */
+    private record Race(Set<String> handedOut, int failures) {
+    }
+
+    /** {@code requests} claims released at the same moment, alternating between the two replicas. */
+    private Race claimAtOnce(WarmPool a, WarmPool b, int requests) throws Exception {
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<Object>> futures = new ArrayList<>();
+        for (int i = 0; i < requests; i++) {
+            futures.add(threads.submit(claim(i % 2 == 0 ? a : b, "req-" + i, start)));
+        }
+        start.countDown();
+        Set<String> handedOut = new HashSet<>();
+        int failures = 0;
+        for (Future<Object> f : futures) {
+            Object r = f.get(15, TimeUnit.SECONDS);
+            if (r instanceof ClaimedPod pod) {
+                assertTrue(handedOut.add(pod.name()), "pod handed out twice: " + pod.name());
+            } else {
+                failures++;
+            }
+        }
+        return new Race(handedOut, failures);
     }
 
     private Callable<Object> claim(WarmPool pool, String requestId, CountDownLatch start) {
