@@ -57,7 +57,10 @@ class AdmissionRenderTest {
         "maxCpu", "2",
         "maxMemory", "1Gi",
         "maxEphemeralStorage", "512Mi",
-        "allowedCreators", "system:serviceaccount:cai-system:sandboxd,system:serviceaccount:cai-system:sandboxd-probe"),
+        "allowedCreators", "system:serviceaccount:cai-system:sandboxd,system:serviceaccount:cai-system:sandboxd-probe",
+        "allowedVolumeTypes", "emptyDir",
+        "isolationGateImage", "sandboxd.local/snippet-sandbox:dev",
+        "allowedPriorityClasses", ""),
         params.get("data"));
     assertEquals(PolicyFiles.defaultParams().get("data"), params.get("data"),
         "the policy tests evaluate with the params the chart renders");
@@ -77,6 +80,27 @@ class AdmissionRenderTest {
     Map<String, Object> data = at(HelmChart.render(values("probe.enabled", false,
         "admission.extraAllowedCreators[0]", "kubernetes-admin")).get("ConfigMap", "sandboxd-admission-params"), "data");
     assertEquals("system:serviceaccount:cai-system:sandboxd,kubernetes-admin", data.get("allowedCreators"));
+  }
+
+  @Test
+  void theGateImageIsTheSnippetImageSandboxdIsConfiguredWith() {
+    HelmChart.Rendered rendered = HelmChart.render(values("snippet.image.repository", "registry.example/snippet",
+        "snippet.image.tag", "v2"));
+    Map<String, Object> data = at(rendered.get("ConfigMap", "sandboxd-admission-params"), "data");
+    assertEquals("registry.example/snippet:v2", data.get("isolationGateImage"));
+    String config = at(rendered.get("ConfigMap", "sandboxd-config"), "data", "application.yaml");
+    Map<String, Object> snippet = at(Yaml.read(config), "sandbox", "snippet");
+    assertEquals(data.get("isolationGateImage"), snippet.get("image"), "the image sandboxd runs the gate from");
+  }
+
+  @Test
+  void volumeTypesAndPriorityClassesFollowTheValues() {
+    Map<String, Object> data = at(HelmChart.render(values(
+        "admission.allowedVolumeTypes[0]", "emptyDir", "admission.allowedVolumeTypes[1]", "configMap",
+        "admission.allowedPriorityClasses[0]", "sandbox-low", "admission.allowedPriorityClasses[1]", "sandbox-high"))
+        .get("ConfigMap", "sandboxd-admission-params"), "data");
+    assertEquals("emptyDir,configMap", data.get("allowedVolumeTypes"));
+    assertEquals("sandbox-low,sandbox-high", data.get("allowedPriorityClasses"));
   }
 
   @Test

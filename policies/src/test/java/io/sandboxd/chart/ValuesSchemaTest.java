@@ -30,7 +30,12 @@ class ValuesSchemaTest {
         Arguments.of("a malformed quantity", values("tool.limits.memory", "lots")),
         Arguments.of("a malformed CIDR", values("networkPolicy.extraBlockedCidrs[0]", "10.0.0.0")),
         Arguments.of("a malformed probe target", values("probe.privateTargets[0]", "10.0.0.1")),
-        Arguments.of("a comma in a creator name", values("admission.extraAllowedCreators[0]", "a,b")));
+        Arguments.of("a comma in a creator name", values("admission.extraAllowedCreators[0]", "a,b")),
+        Arguments.of("volume types without emptyDir, which sandboxd's pods need",
+            values("admission.allowedVolumeTypes[0]", "configMap")),
+        Arguments.of("a malformed volume type", values("admission.allowedVolumeTypes[0]", "emptyDir",
+            "admission.allowedVolumeTypes[1]", "config map")),
+        Arguments.of("a malformed priority class name", values("admission.allowedPriorityClasses[0]", "Not A Name")));
   }
 
   @ParameterizedTest(name = "rejects {0}")
@@ -49,7 +54,10 @@ class ValuesSchemaTest {
         "networkPolicy.extraBlockedCidrs[0]", "192.0.2.0/24",
         "networkPolicy.extraBlockedCidrs[1]", "2001:db8::/32",
         "probe.privateTargets[0]", "10.1.2.3:8080",
-        "seccomp.profileType", "Localhost")));
+        "seccomp.profileType", "Localhost",
+        "admission.allowedVolumeTypes[0]", "emptyDir",
+        "admission.allowedVolumeTypes[1]", "configMap",
+        "admission.allowedPriorityClasses[0]", "sandbox-low")));
   }
 
   @Test

@@ -1,9 +1,12 @@
 package io.sandboxd.policies;
 
+import static io.sandboxd.policies.PolicyFiles.ALSO_BREAKS;
 import static io.sandboxd.policies.PolicyFiles.BAD_FIXTURES;
+import static io.sandboxd.policies.PolicyFiles.BREAKS;
 import static io.sandboxd.policies.PolicyFiles.GOOD_FIXTURES;
 import static io.sandboxd.policies.PolicyFiles.REQUEST_USERNAME;
 import static io.sandboxd.policies.PolicyFiles.SANDBOXD_USER;
+import static io.sandboxd.policies.PolicyFiles.SNIPPET_IMAGE;
 import static io.sandboxd.policies.PolicyFiles.baseName;
 import static io.sandboxd.policies.PolicyFiles.defaultParams;
 import static io.sandboxd.policies.PolicyFiles.yamlFiles;
@@ -17,6 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -46,7 +50,19 @@ class AdmissionPolicyTest {
       "sandboxd-no-service-account-token",
       "sandboxd-no-host-access",
       "sandboxd-resource-limits",
-      "sandboxd-pod-creators");
+      "sandboxd-pod-creators",
+      "sandboxd-volume-types",
+      "sandboxd-localhost-seccomp-profile",
+      "sandboxd-isolation-gate",
+      "sandboxd-no-node-name",
+      "sandboxd-priority-class");
+
+  /** Every volume source of core/v1 Volume (Kubernetes 1.32), emptyDir excepted. */
+  private static final List<String> OTHER_VOLUME_TYPES = List.of(
+      "hostPath", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret", "nfs", "iscsi", "glusterfs",
+      "persistentVolumeClaim", "rbd", "flexVolume", "cinder", "cephfs", "flocker", "downwardAPI", "fc", "azureFile",
+      "configMap", "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk", "projected", "portworxVolume",
+      "scaleIO", "storageos", "csi", "ephemeral", "image", "someFutureVolumeType");
 
   private static final List<AdmissionPolicy> POLICIES = PolicyFiles.admissionPolicies();
   private static final PolicyEvaluator EVALUATOR = new PolicyEvaluator();
@@ -126,7 +142,8 @@ class AdmissionPolicyTest {
       containers.addAll(inits);
     }
     for (Map<String, Object> c : containers) {
-      assertEquals("sandboxd.local/python:dev", c.get("image"));
+      // The isolation gate runs from the platform's snippet image, everything else from the python image.
+      assertTrue(Set.of("sandboxd.local/python:dev", SNIPPET_IMAGE).contains(c.get("image")), "image: " + c.get("image"));
       assertEquals("IfNotPresent", c.get("imagePullPolicy"));
       assertEquals("python3", ((List<?>) c.get("command")).get(0));
     }
@@ -155,16 +172,29 @@ class AdmissionPolicyTest {
     AdmissionPolicy policy = POLICIES.stream().filter(p -> p.name().equals(expected)).findFirst().orElseThrow();
     String user = at(pod, "metadata", "annotations", REQUEST_USERNAME);
 
-    List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(pod, user == null ? SANDBOXD_USER : user),
+    List<PolicyEvaluator.Denial> all = denials(AdmissionRequest.create(pod, user == null ? SANDBOXD_USER : user),
         defaultParams());
 
-    assertEquals(1, denials.size(), "exactly one rule is broken: " + denials);
+    // A fixture may also break the policies its also-breaks annotation names, and no others.
+    assertEquals(alsoBreaks(pod), all.stream().map(PolicyEvaluator.Denial::policy)
+        .filter(p -> !p.equals(expected)).collect(Collectors.toCollection(TreeSet::new)), "other policies broken: " + all);
+    List<PolicyEvaluator.Denial> denials = all.stream().filter(d -> d.policy().equals(expected)).toList();
+    assertEquals(1, denials.size(), "exactly one rule of its policy is broken: " + all);
     PolicyEvaluator.Denial denial = denials.get(0);
     assertAll(
-        () -> assertEquals(expected, denial.policy()),
         () -> assertFalse(denial.error(), "denied by a false validation, not an evaluation error: " + denial),
         () -> assertTrue(policy.messages().contains(denial.message()), "the policy's own message: " + denial),
-        () -> assertEquals(expected, (Object) at(pod, "metadata", "annotations", "fixtures.sandboxd.io/breaks")));
+        () -> assertEquals(expected, (Object) at(pod, "metadata", "annotations", BREAKS)),
+        () -> assertTrue(all.stream().noneMatch(PolicyEvaluator.Denial::error), "no evaluation errors: " + all));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("badFixtures")
+  void alsoBreaksNamesOnlyOtherKnownPolicies(Path fixture) {
+    Map<String, Object> pod = Yaml.readFile(fixture);
+    Set<String> also = alsoBreaks(pod);
+    assertTrue(CONTRACT_POLICIES.containsAll(also), also.toString());
+    assertFalse(also.contains(policyFor(fixture)), also.toString());
   }
 
   @ParameterizedTest(name = "{0}")
@@ -174,6 +204,8 @@ class AdmissionPolicyTest {
     labels(warm).put("app.kubernetes.io/managed-by", "sandboxd");
     labels(warm).put("sandboxd.io/kind", "snippet");
     labels(warm).put("sandboxd.io/state", "warm");
+    // By the time sandboxd updates it, the scheduler has bound the pod to a node.
+    ((Map<String, Object>) at(warm, "spec")).put("nodeName", "node-1");
     Map<String, Object> claimed = Yaml.copy(warm);
     labels(claimed).put("sandboxd.io/state", "claimed");
     annotations(claimed).put("sandboxd.io/claimed-by", "sandboxd-0/req-1");
@@ -195,6 +227,131 @@ class AdmissionPolicyTest {
 
     assertEquals(Set.of("sandboxd-no-privilege-escalation", "sandboxd-drop-all-capabilities",
         "sandboxd-read-only-root"), denied);
+  }
+
+  @Test
+  void anEphemeralContainerWithAForeignLocalhostProfileIsRefused() {
+    Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    Map<String, Object> debugged = Yaml.copy(pod);
+    Map<String, Object> debug = Yaml.copy(at(pod, "spec", "containers", 0));
+    debug.put("name", "debug");
+    debug.remove("resources");
+    ((Map<String, Object>) debug.get("securityContext")).put("seccompProfile",
+        Map.of("type", "Localhost", "localhostProfile", "profiles/permissive.json"));
+    ((Map<String, Object>) at(debugged, "spec")).put("ephemeralContainers", List.of(debug));
+
+    assertEquals(List.of("sandboxd-localhost-seccomp-profile"),
+        denials(AdmissionRequest.updateEphemeralContainers(pod, debugged, "kubernetes-admin"), defaultParams())
+            .stream().map(PolicyEvaluator.Denial::policy).toList());
+  }
+
+  @Test
+  void everyVolumeTypeButEmptyDirIsRefused() {
+    for (String type : OTHER_VOLUME_TYPES) {
+      Map<String, Object> pod = withVolume(type);
+      List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(pod, SANDBOXD_USER), defaultParams());
+      assertTrue(denials.stream().anyMatch(d -> d.policy().equals("sandboxd-volume-types") && !d.error()),
+          type + ": " + denials);
+    }
+  }
+
+  @Test
+  void aWidenedVolumeTypeListAdmitsThatType() {
+    Map<String, Object> pod = withVolume("configMap");
+    Map<String, Object> params = paramsWith(data -> data.put("allowedVolumeTypes", "emptyDir, configMap"));
+    assertEquals(List.of(), denials(AdmissionRequest.create(pod, SANDBOXD_USER), params));
+    // A harmless projected volume (labels only) passes too once projected is listed.
+    Map<String, Object> projected = mutate("minimal.yaml", p -> volumes(p).add(Map.of("name", "podinfo",
+        "projected", Map.of("sources", List.of(Map.of("downwardAPI", Map.of("items", List.of(Map.of("path", "labels",
+            "fieldRef", Map.of("fieldPath", "metadata.labels"))))))))));
+    assertEquals(List.of(), denials(AdmissionRequest.create(projected, SANDBOXD_USER),
+        paramsWith(data -> data.put("allowedVolumeTypes", "emptyDir,projected"))));
+    // hostPath stays refused, by sandboxd-no-host-access, even when listed.
+    assertEquals(List.of("sandboxd-no-host-access"), denials(AdmissionRequest.create(withVolume("hostPath"), SANDBOXD_USER),
+        paramsWith(data -> data.put("allowedVolumeTypes", "emptyDir,hostPath"))).stream()
+        .map(PolicyEvaluator.Denial::policy).toList());
+  }
+
+  @Test
+  void volumeTypesDenyWhenTheParamsLackTheList() {
+    Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(pod, SANDBOXD_USER),
+        paramsWith(data -> data.remove("allowedVolumeTypes")));
+    assertEquals(1, denials.size(), denials.toString());
+    assertTrue(denials.get(0).message().startsWith("the sandboxd-admission-params ConfigMap"), denials.toString());
+    assertTrue(denials.get(0).message().contains("allowedVolumeTypes"), denials.toString());
+  }
+
+  @Test
+  void localhostProfilesUnderSandboxdAreAcceptedAndTraversalIsNot() {
+    Map<String, Object> pod = mutate("container-level.yaml", p -> {
+      for (Map<String, Object> c : allContainers(p)) {
+        ((Map<String, Object>) c.get("securityContext")).put("seccompProfile",
+            Map.of("type", "Localhost", "localhostProfile", "sandboxd/sandbox-strict.json"));
+      }
+    });
+    assertEquals(List.of(), denials(AdmissionRequest.create(pod, SANDBOXD_USER), defaultParams()));
+
+    for (String profile : List.of("sandboxd/../permissive.json", "sandboxd/a/../../permissive.json", "sandboxd",
+        "sandboxd-strict.json", "/var/lib/kubelet/seccomp/sandboxd/sandbox-strict.json", "")) {
+      Map<String, Object> bad = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec", "securityContext"))
+          .put("seccompProfile", Map.of("type", "Localhost", "localhostProfile", profile)));
+      assertEquals(List.of("sandboxd-localhost-seccomp-profile"), denials(AdmissionRequest.create(bad, SANDBOXD_USER),
+          defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList(), profile);
+    }
+    Map<String, Object> noPath = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec", "securityContext"))
+        .put("seccompProfile", Map.of("type", "Localhost")));
+    assertEquals(List.of("sandboxd-localhost-seccomp-profile"), denials(AdmissionRequest.create(noPath, SANDBOXD_USER),
+        defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList());
+  }
+
+  @Test
+  void theGateMayTakeAnyArgumentsAfterItsScript() {
+    Map<String, Object> pod = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec", "initContainers", 0))
+        .put("command", List.of("python3", "/opt/sandboxd/probe/isolation_gate.py", "--dns", "kubernetes.default.svc")));
+    assertEquals(List.of(), denials(AdmissionRequest.create(pod, SANDBOXD_USER), defaultParams()));
+  }
+
+  @Test
+  void theGateImageFollowsTheParams() {
+    Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    Map<String, Object> otherImage = paramsWith(data -> data.put("isolationGateImage", "registry.example/snippet:v2"));
+    assertEquals(List.of("sandboxd-isolation-gate"), denials(AdmissionRequest.create(pod, SANDBOXD_USER), otherImage)
+        .stream().map(PolicyEvaluator.Denial::policy).toList());
+
+    List<PolicyEvaluator.Denial> noImage = denials(AdmissionRequest.create(pod, SANDBOXD_USER),
+        paramsWith(data -> data.remove("isolationGateImage")));
+    assertEquals(1, noImage.size(), noImage.toString());
+    assertTrue(noImage.get(0).message().startsWith("the sandboxd-admission-params ConfigMap"), noImage.toString());
+  }
+
+  @Test
+  void gateAndCreateOnlyRulesDoNotBlockUpdatesOfExistingPods() {
+    // A helm upgrade that changes the snippet image, or narrows the lists, must not stop sandboxd
+    // from flipping the state label of pods it created before.
+    Map<String, Object> warm = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    ((Map<String, Object>) at(warm, "spec")).put("nodeName", "node-1");
+    ((Map<String, Object>) at(warm, "spec")).put("priorityClassName", "sandbox-low");
+    Map<String, Object> claimed = Yaml.copy(warm);
+    labels(claimed).put("sandboxd.io/state", "claimed");
+    Map<String, Object> params = paramsWith(data -> data.put("isolationGateImage", "registry.example/snippet:v2"));
+    assertEquals(List.of(), denials(AdmissionRequest.update(warm, claimed, SANDBOXD_USER), params));
+  }
+
+  @Test
+  void onlyListedPriorityClassesAreAdmitted() {
+    Map<String, Object> pod = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec"))
+        .put("priorityClassName", "sandbox-low"));
+    assertEquals(List.of("sandboxd-priority-class"), denials(AdmissionRequest.create(pod, SANDBOXD_USER), defaultParams())
+        .stream().map(PolicyEvaluator.Denial::policy).toList());
+    assertEquals(List.of(), denials(AdmissionRequest.create(pod, SANDBOXD_USER),
+        paramsWith(data -> data.put("allowedPriorityClasses", "sandbox-high, sandbox-low"))));
+    // With the parameter missing altogether no class is allowed, and pods without one still pass.
+    Map<String, Object> without = paramsWith(data -> data.remove("allowedPriorityClasses"));
+    assertEquals(List.of("sandboxd-priority-class"), denials(AdmissionRequest.create(pod, SANDBOXD_USER), without)
+        .stream().map(PolicyEvaluator.Denial::policy).toList());
+    assertEquals(List.of(), denials(AdmissionRequest.create(Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml")),
+        SANDBOXD_USER), without));
   }
 
   @Test
@@ -269,6 +426,32 @@ class AdmissionPolicyTest {
         .filter(name -> base.startsWith(name + "-"))
         .max(Comparator.comparingInt(String::length))
         .orElseThrow(() -> new AssertionError(badFixture + " is not named <policy-name>-<case>.yaml"));
+  }
+
+  private static Set<String> alsoBreaks(Map<String, Object> pod) {
+    String also = at(pod, "metadata", "annotations", ALSO_BREAKS);
+    return also == null ? new TreeSet<>() : Arrays.stream(also.split(",")).map(String::trim)
+        .collect(Collectors.toCollection(TreeSet::new));
+  }
+
+  /** good/minimal.yaml with one more volume of this type (an empty source: the policy looks only at the type). */
+  private static Map<String, Object> withVolume(String type) {
+    return mutate("minimal.yaml", p -> volumes(p).add(Map.of("name", "extra", type, Map.of())));
+  }
+
+  @SuppressWarnings("unchecked")
+  private static List<Map<String, Object>> volumes(Map<String, Object> pod) {
+    return (List<Map<String, Object>>) at(pod, "spec", "volumes");
+  }
+
+  @SuppressWarnings("unchecked")
+  private static List<Map<String, Object>> allContainers(Map<String, Object> pod) {
+    List<Map<String, Object>> all = new ArrayList<>((List<Map<String, Object>>) at(pod, "spec", "containers"));
+    List<Map<String, Object>> inits = at(pod, "spec", "initContainers");
+    if (inits != null) {
+      all.addAll(inits);
+    }
+    return all;
   }
 
   private static Map<String, Object> mutate(String goodFixture, Consumer<Map<String, Object>> change) {

@@ -25,6 +25,18 @@ public final class PolicyFiles {
   public static final String SANDBOXD_USER = "system:serviceaccount:cai-system:sandboxd";
   public static final String PROBE_USER = "system:serviceaccount:cai-system:sandboxd-probe";
 
+  /** The platform's snippet image with the chart's default values: it carries the isolation gate. */
+  public static final String SNIPPET_IMAGE = "sandboxd.local/snippet-sandbox:dev";
+
+  /** The fixtures' annotation naming the policy a bad fixture breaks. */
+  public static final String BREAKS = "fixtures.sandboxd.io/breaks";
+
+  /**
+   * The fixtures' annotation naming, comma-separated, further policies a bad fixture cannot help
+   * breaking (a hostPath or projected volume is not an allowed volume type either).
+   */
+  public static final String ALSO_BREAKS = "fixtures.sandboxd.io/also-breaks";
+
   /** The fixtures' annotation naming the user that creates a pod-creators fixture. */
   public static final String REQUEST_USERNAME = "fixtures.sandboxd.io/request-username";
 
@@ -40,7 +52,10 @@ public final class PolicyFiles {
             "maxCpu", "2",
             "maxMemory", "1Gi",
             "maxEphemeralStorage", "512Mi",
-            "allowedCreators", SANDBOXD_USER + "," + PROBE_USER));
+            "allowedCreators", SANDBOXD_USER + "," + PROBE_USER,
+            "allowedVolumeTypes", "emptyDir",
+            "isolationGateImage", SNIPPET_IMAGE,
+            "allowedPriorityClasses", ""));
   }
 
   public static List<Path> yamlFiles(Path dir) {

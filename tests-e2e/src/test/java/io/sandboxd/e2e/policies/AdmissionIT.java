@@ -21,7 +21,10 @@ import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -38,11 +41,16 @@ import static org.junit.jupiter.api.Assertions.fail;
  * every bad fixture is rejected with its policy's message, every good one admitted. Pod Security
  * Admission (restricted) would catch some bad fixtures first, so the policies are first tested alone
  * (the namespace's PSA level lowered to privileged for the duration), then together with PSA.
+ * Bad fixtures are sent as server-side dry runs ({@code dryRun=All}: every admission step runs,
+ * nothing is stored) impersonating sandboxd's own service account: a compromised sandboxd is the
+ * case admission exists for, so sandboxd's own identity must get no further than anyone else.
  */
 class AdmissionIT {
     private static final Path FIXTURES = Env.repo().resolve("policies/fixtures");
     private static final Path POLICIES = Env.repo().resolve("policies/admission");
     private static final String PSA = "pod-security.kubernetes.io/enforce";
+    private static final String BREAKS = "fixtures.sandboxd.io/breaks";
+    private static final String ALSO_BREAKS = "fixtures.sandboxd.io/also-breaks";
     private static KubernetesClient admin;
     private static KubernetesClient asSandboxd;
 
@@ -69,14 +77,30 @@ class AdmissionIT {
             String name = fixture.getFileName().toString();
             ValidatingAdmissionPolicy policy = policyFor(name);
             tests.add(DynamicTest.dynamicTest(name, () -> {
-                // The unlisted-creator fixture is a good pod created by a user that may not create pods.
+                Pod pod = read(fixture);
+                // A policy the fixture is annotated to break as well may answer first.
+                List<ValidatingAdmissionPolicy> expected = new ArrayList<>(List.of(policy));
+                String also = pod.getMetadata().getAnnotations().get(ALSO_BREAKS);
+                if (also != null) {
+                    for (String other : also.split(",")) {
+                        expected.add(policyNamed(other.trim()));
+                    }
+                }
+                // The API server's ServiceAccount admission injects a projected token volume into a pod that does not
+                // opt out, before the policies run: sandboxd-volume-types may then answer first.
+                if (!Boolean.FALSE.equals(pod.getSpec().getAutomountServiceAccountToken())) {
+                    expected.add(policyNamed("sandboxd-volume-types"));
+                }
+                assertTrue(policy.getMetadata().getName().equals(pod.getMetadata().getAnnotations().get(BREAKS)), name);
+                // The unlisted-creator fixture is a good pod created by a user that may not create pods;
+                // every other one is sent as sandboxd itself.
                 KubernetesClient creator = name.startsWith("sandboxd-pod-creators") ? admin : asSandboxd;
-                KubernetesClientException e = assertThrows(KubernetesClientException.class, () -> create(creator, fixture),
+                KubernetesClientException e = assertThrows(KubernetesClientException.class, () -> dryRunCreate(creator, pod),
                         name + " must be rejected");
                 String message = e.getStatus() != null ? e.getStatus().getMessage() : e.getMessage();
-                assertTrue(message.contains("ValidatingAdmissionPolicy '" + policy.getMetadata().getName() + "'"), message);
-                assertTrue(policy.getSpec().getValidations().stream().map(Validation::getMessage)
-                        .anyMatch(m -> m == null || message.contains(m.trim())), "the policy's own message: " + message);
+                assertTrue(expected.stream().anyMatch(p -> deniedBy(p, message)),
+                        "rejected by " + expected.stream().map(p -> p.getMetadata().getName()).toList()
+                                + " with that policy's own message: " + message);
             }));
         }
         return tests.stream();
@@ -91,11 +115,31 @@ class AdmissionIT {
         }));
     }
 
+    @TestFactory
+    Stream<DynamicTest> everyGoodFixtureIsAdmittedInADryRunAsSandboxd() throws IOException {
+        // The positive control of the dry runs above: the same path, the same identity, a good pod.
+        return list(FIXTURES.resolve("good")).stream().map(fixture -> DynamicTest.dynamicTest(fixture.getFileName().toString(), () -> {
+            Pod pod = read(fixture);
+            Pod answer = dryRunCreate(asSandboxd, pod);
+            assertNotNull(answer.getMetadata().getName(), "the API server answers with the pod it would have stored");
+            assertTrue(admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(answer.getMetadata().getName()).get() == null,
+                    "a dry run stores nothing");
+        }));
+    }
+
     @Test
     void thePodsSandboxdCreatesAreAdmitted() {
         // The warm pool is made of pods sandboxd created through the same admission chain.
-        List<Pod> pool = admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("sandboxd.io/kind", "snippet").list().getItems();
+        List<Pod> pool = admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
+                .withLabel("app.kubernetes.io/managed-by", "sandboxd").withLabel("sandboxd.io/kind", "snippet")
+                .list().getItems();
         assertFalse(pool.isEmpty(), "sandboxd's pods exist");
+        // And a pod exactly as sandboxd wrote it is admitted again now, as sandboxd, by every policy
+        // (isolation gate, volume types, priority class and node name included).
+        Pod copy = asWritten(pool.get(0));
+        Pod answer = dryRunCreate(asSandboxd, copy);
+        assertNotNull(answer.getMetadata().getName());
+        assertTrue(answer.getSpec().getInitContainers().get(0).getName().equals("isolation-gate"), "gate first");
     }
 
     @Test
@@ -105,7 +149,7 @@ class AdmissionIT {
             for (Path fixture : list(FIXTURES.resolve("bad"))) {
                 KubernetesClient creator = fixture.getFileName().toString().startsWith("sandboxd-pod-creators") ? admin : asSandboxd;
                 try {
-                    create(creator, fixture);
+                    dryRunCreate(creator, read(fixture));
                     fail(fixture + " was admitted");
                 } catch (KubernetesClientException expected) {
                     // rejected by Pod Security Admission or by the policy: either way never admitted
@@ -117,24 +161,75 @@ class AdmissionIT {
     }
 
     private static Pod create(KubernetesClient client, Path fixture) throws IOException {
+        Pod pod = read(fixture);
+        return client.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(pod).create();
+    }
+
+    /** Creates the pod with {@code dryRun=All}: every admission plugin and policy runs, nothing is stored. */
+    private static Pod dryRunCreate(KubernetesClient client, Pod pod) {
+        return client.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(pod).dryRun().create();
+    }
+
+    /** A fixture as a Pod to create in the sandbox namespace, named by the API server (generateName). */
+    private static Pod read(Path fixture) throws IOException {
         try (InputStream in = Files.newInputStream(fixture)) {
-            Pod pod = client.getKubernetesSerialization().unmarshal(in, Pod.class);
+            Pod pod = admin.getKubernetesSerialization().unmarshal(in, Pod.class);
             pod.getMetadata().setName(null);
             pod.getMetadata().setGenerateName("fixture-");
-            return client.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(pod).create();
+            return pod;
         }
     }
 
+    /**
+     * A pod sandboxd created, as sandboxd wrote it: without what the API server, the scheduler and the
+     * kubelet added since (name, uid, resourceVersion, status, the node it was bound to, the priority
+     * the Priority plugin computed).
+     */
+    private static Pod asWritten(Pod existing) {
+        Pod pod = admin.getKubernetesSerialization().clone(existing);
+        Map<String, String> labels = new HashMap<>(pod.getMetadata().getLabels());
+        // A copy that no replica will ever take for a warm pod, should the dry run be ignored.
+        labels.put("sandboxd.io/state", "e2e-dry-run");
+        pod.setMetadata(new io.fabric8.kubernetes.api.model.ObjectMetaBuilder()
+                .withGenerateName("sandbox-")
+                .withNamespace(Sandboxd.SANDBOX_NAMESPACE)
+                .withLabels(labels)
+                .withAnnotations(pod.getMetadata().getAnnotations())
+                .build());
+        pod.setStatus(null);
+        pod.getSpec().setNodeName(null);
+        pod.getSpec().setPriority(null);
+        pod.getSpec().setPreemptionPolicy(null);
+        return pod;
+    }
+
+    private static boolean deniedBy(ValidatingAdmissionPolicy policy, String message) {
+        return message.contains("ValidatingAdmissionPolicy '" + policy.getMetadata().getName() + "'")
+                && policy.getSpec().getValidations().stream().map(Validation::getMessage)
+                        .anyMatch(m -> m == null || message.contains(m.trim()));
+    }
+
+    /** The policy a bad fixture is named for: the longest policy name that prefixes the file name. */
     private static ValidatingAdmissionPolicy policyFor(String fixtureName) throws IOException {
+        return policies().stream()
+                .filter(p -> fixtureName.startsWith(p.getMetadata().getName() + "-"))
+                .max(Comparator.comparingInt(p -> p.getMetadata().getName().length()))
+                .orElseThrow(() -> new IllegalStateException("no policy for fixture " + fixtureName));
+    }
+
+    private static ValidatingAdmissionPolicy policyNamed(String name) throws IOException {
+        return policies().stream().filter(p -> p.getMetadata().getName().equals(name)).findFirst()
+                .orElseThrow(() -> new IllegalStateException("no policy " + name));
+    }
+
+    private static List<ValidatingAdmissionPolicy> policies() throws IOException {
+        List<ValidatingAdmissionPolicy> policies = new ArrayList<>();
         for (Path file : list(POLICIES)) {
             try (InputStream in = Files.newInputStream(file)) {
-                ValidatingAdmissionPolicy policy = admin.getKubernetesSerialization().unmarshal(in, ValidatingAdmissionPolicy.class);
-                if (fixtureName.startsWith(policy.getMetadata().getName() + "-")) {
-                    return policy;
-                }
+                policies.add(admin.getKubernetesSerialization().unmarshal(in, ValidatingAdmissionPolicy.class));
             }
         }
-        throw new IllegalStateException("no policy for fixture " + fixtureName);
+        return policies;
     }
 
     private static List<Path> list(Path dir) throws IOException {
