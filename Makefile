@@ -11,7 +11,7 @@ CLUSTER := tests-e2e/cluster
 KUBECONFIG_LOCAL := /var/lib/sandboxd-cluster/admin.kubeconfig
 MVN := mvn -B -ntp -Dstyle.color=never
 
-.PHONY: help build unit-test packages cluster-bins images cluster-up cluster-down cluster-status up down e2e test bench
+.PHONY: help build unit-test packages cluster-bins images cluster-up cluster-down cluster-status up reload down e2e test bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ cluster-status: ## show the cluster's processes and node
 
 up: cluster-up ## run it: cluster, images, chart installed, one sample call printed
 	bash tests-e2e/scripts/install-and-call.sh
+
+reload: images ## rebuild the images and restart sandboxd and its pool from them on the running cluster
+	bash tests-e2e/scripts/reload-images.sh
 
 down: cluster-down ## stop everything `make up` started
 

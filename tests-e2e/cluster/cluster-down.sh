@@ -53,5 +53,7 @@ for ipt in iptables ip6tables; do
   $ipt -t mangle -D POSTROUTING -j SBX-UPLINK-COUNT 2>/dev/null; $ipt -t mangle -F SBX-UPLINK-COUNT 2>/dev/null; $ipt -t mangle -X SBX-UPLINK-COUNT 2>/dev/null
 done
 
+nft delete table bridge sandboxd_pod_l2 2>/dev/null
+
 rm -rf "$CLUSTER_STATE" "$KUBELET_ROOT" "$ETCD_DATA"
 echo "[cluster] down"

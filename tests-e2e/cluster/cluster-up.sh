@@ -67,15 +67,16 @@ fi
 ip addr replace "$TARGET_LINK_HOST/30" dev sbx-tgt-host; ip link set sbx-tgt-host up
 ip netns exec "$TARGET_NETNS" sh -ec "
   ip link set lo up; ip addr replace $TARGET_LINK_NS/30 dev sbx-tgt-ns; ip link set sbx-tgt-ns up
-  for a in $TARGET_PUBLIC $TARGET_METADATA $TARGET_PRIVATE_10 $TARGET_PRIVATE_172 $TARGET_PRIVATE_192; do
+  for a in $TARGET_ALL; do
     ip addr replace \$a/32 dev lo
   done
   ip route replace default via $TARGET_LINK_HOST"
-for a in $TARGET_PUBLIC $TARGET_METADATA $TARGET_PRIVATE_10 $TARGET_PRIVATE_172 $TARGET_PRIVATE_192; do
+for a in $TARGET_ALL; do
   ip route replace "$a/32" via "$TARGET_LINK_NS" dev sbx-tgt-host
 done
-start targets ip netns exec "$TARGET_NETNS" python3 "$here/target_listener.py" 80
+start targets ip netns exec "$TARGET_NETNS" python3 "$here/target_listener.py" 80 53
 wait_for "target listener" 10 ip netns exec "$TARGET_NETNS" python3 -c "import socket; socket.create_connection(('$TARGET_PUBLIC', 80), 1)"
+wait_for "target resolver" 10 ip netns exec "$TARGET_NETNS" python3 "$here/dns_query.py" "$TARGET_PUBLIC" "$TARGET_NAME_PUBLIC"
 log "simulated targets up in netns $TARGET_NETNS"
 
 # --- 3. PKI and kubeconfigs ------------------------------------------------------------------------
@@ -127,19 +128,9 @@ start kube-scheduler kube-scheduler --kubeconfig="$CLUSTER_STATE/scheduler.kubec
   --leader-elect=false --bind-address=127.0.0.1 --v=1
 
 # --- 5. containerd, images, kubelet --------------------------------------------------------------
-cat > "$CLUSTER_STATE/cni/net.d/10-sandboxd.conflist" <<EOF
-{
-  "cniVersion": "0.4.0",
-  "name": "sandboxd-pods",
-  "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$NODE_POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}],
-              "dataDir": "$CLUSTER_STATE/cni/ipam"}},
-    {"type": "portmap", "capabilities": {"portMappings": true}},
-    {"type": "loopback"}
-  ]
-}
-EOF
+# The pod network: bridge CNI, and IPv6 (and every other non-IPv4 ethertype) closed in two layers.
+"$here/pod-network.sh" close
+log "pod network: $("$here/pod-network.sh" status) (IPv4 and ARP only)"
 mkdir -p "$CLUSTER_STATE/containerd"
 cat > "$CLUSTER_STATE/containerd/config.toml" <<EOF
 version = 2
@@ -151,6 +142,10 @@ state = "$CLUSTER_STATE/containerd/state"
   sandbox_image = "sandboxd.local/pause:3.10"
   # Mandatory on these VMs: without CAP_SYS_RESOURCE runc cannot raise oom_score_adj.
   restrict_oom_score_adj = true
+  # An image's VOLUME would otherwise become a writable bind mount from containerd's own root:
+  # outside the read-only root and outside the kubelet's ephemeral-storage accounting. A hostile
+  # agent image could then write without bound. (ToolPodHardeningIT.imageDefinedVolumeIsNotWritable)
+  ignore_image_defined_volumes = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -171,6 +166,7 @@ for img in "$SANDBOXD_CACHE"/images/*.tar; do
   imports+=($!)
 done
 for pid in "${imports[@]}"; do wait "$pid"; done  # only the imports: the daemons are children too
+touch "$run/images.imported"  # make reload imports only what was rebuilt after this
 log "containerd up; imported $(ls "$SANDBOXD_CACHE"/images/*.tar | wc -l) images"
 
 cat > "$CLUSTER_STATE/kubelet-config.yaml" <<EOF
@@ -194,6 +190,9 @@ serializeImagePulls: false
 resolvConf: "$CLUSTER_STATE/resolv.conf"
 evictionHard: {memory.available: "200Mi", nodefs.available: "2%", imagefs.available: "2%"}
 imageGCHighThresholdPercent: 100
+# The kubelet measures emptyDir and ephemeral-storage use every volumeStatsAggPeriod (default 1 min,
+# jittered up to 2): a sandbox may write past its limits until the next pass, so measure often.
+volumeStatsAggPeriod: 10s
 EOF
 # Pods get cluster DNS only; the host's resolver is never handed to them.
 echo "nameserver $CLUSTER_DNS_IP" > "$CLUSTER_STATE/resolv.conf"

@@ -1,10 +1,18 @@
-"""Listener for the simulated targets (public, metadata, private ranges) inside the targets netns.
+"""Listeners for the simulated targets (public, metadata, private and reserved ranges) inside the
+targets netns, so a test's positive control can prove a target really answers when nothing blocks it.
 
-Answers every TCP connection on the given port with one line naming the address that was reached,
-so a test's positive control can prove the target really answers when nothing blocks it.
+  target_listener.py HTTP_PORT [DNS_PORT]
+
+HTTP_PORT: every TCP connection gets one HTTP response naming the address that was reached.
+DNS_PORT:  a resolver on UDP and TCP that answers every A query with the address that was reached
+           (a public resolver a tool pod must not be able to use instead of cluster DNS).
 """
+import socket
 import socketserver
+import struct
+import subprocess
 import sys
+import threading
 
 
 class NameTheTarget(socketserver.BaseRequestHandler):
@@ -15,10 +23,64 @@ class NameTheTarget(socketserver.BaseRequestHandler):
                              + str(len(body)).encode() + b"\r\n\r\n" + body)
 
 
+def dns_answer(query, address):
+    """A reply to a one-question query: the question, then one A record for `address`."""
+    if len(query) < 12:
+        return None
+    query_id, _flags, qdcount = struct.unpack(">HHH", query[:6])
+    if qdcount != 1:
+        return None
+    end = 12
+    while end < len(query) and query[end] != 0:
+        end += query[end] + 1
+    question = query[12:end + 5]
+    header = struct.pack(">HHHHHH", query_id, 0x8180, 1, 1, 0, 0)
+    record = struct.pack(">HHHIH", 0xC00C, 1, 1, 60, 4) + socket.inet_aton(address)
+    return header + question + record
+
+
+class DnsOverUdp(socketserver.BaseRequestHandler):
+    def handle(self):
+        data, sock = self.request
+        local = self.server.reply_address
+        reply = dns_answer(data, local)
+        if reply:
+            sock.sendto(reply, self.client_address)
+
+
+class DnsOverTcp(socketserver.BaseRequestHandler):
+    def handle(self):
+        length = self.request.recv(2)
+        if len(length) < 2:
+            return
+        query = self.request.recv(struct.unpack(">H", length)[0])
+        reply = dns_answer(query, self.request.getsockname()[0])
+        if reply:
+            self.request.sendall(struct.pack(">H", len(reply)) + reply)
+
+
 class Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     daemon_threads = True
 
 
+class UdpServer(socketserver.ThreadingUDPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
 if __name__ == "__main__":
-    Server(("0.0.0.0", int(sys.argv[1])), NameTheTarget).serve_forever()
+    http_port = int(sys.argv[1])
+    if len(sys.argv) > 2:
+        dns_port = int(sys.argv[2])
+        tcp_dns = Server(("0.0.0.0", dns_port), DnsOverTcp)
+        threading.Thread(target=tcp_dns.serve_forever, daemon=True).start()
+        # A UDP socket bound to 0.0.0.0 cannot tell which address a query reached without
+        # IP_PKTINFO; bind one per address of this namespace instead.
+        out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            address = line.split()[3].split("/")[0]
+            udp = UdpServer((address, dns_port), DnsOverUdp)
+            udp.reply_address = address
+            threading.Thread(target=udp.serve_forever, daemon=True).start()
+    Server(("0.0.0.0", http_port), NameTheTarget).serve_forever()

@@ -94,13 +94,13 @@ derive scratch pause "$stage/pause" --config.entrypoint /pause --config.user 655
 
 # --- plain python (e2e probe pods, policy fixtures) ----------------------------------------------
 mkdir -p "$stage/python/opt/sandboxd/probe"
-cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/isolation_gate.py" "$stage/python/opt/sandboxd/probe/"
+cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/isolation_gate.py" "$repo/toolrunner/probe/channels.py" "$stage/python/opt/sandboxd/probe/"
 derive python-base python "$stage/python" --config.cmd python3 && export_image python sandboxd.local/python:dev
 
 # --- snippet sandbox: the executor -----------------------------------------------------------------
 mkdir -p "$stage/snippet/opt/sandboxd/probe"
 cp -r "$repo/toolrunner/sandbox_executor" "$stage/snippet/opt/sandboxd/"
-cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/isolation_gate.py" "$stage/snippet/opt/sandboxd/probe/"
+cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/isolation_gate.py" "$repo/toolrunner/probe/channels.py" "$stage/snippet/opt/sandboxd/probe/"
 find "$stage/snippet" -name __pycache__ -prune -exec rm -rf {} +
 derive python-base snippet-sandbox "$stage/snippet" --config.env PYTHONPATH=/opt/sandboxd \
   --config.cmd python3 --config.cmd=-m --config.cmd sandbox_executor && export_image snippet-sandbox sandboxd.local/snippet-sandbox:dev
@@ -109,9 +109,17 @@ derive python-base snippet-sandbox "$stage/snippet" --config.env PYTHONPATH=/opt
 mkdir -p "$stage/agent/opt/agent" "$stage/agent-bare/opt/agent"
 cp -r "$repo/toolrunner/crusoe_adk" "$repo/toolrunner/crusoe_core" "$stage/agent/opt/agent/"
 cp "$repo/toolrunner/sample_agent/agent.py" "$stage/agent/opt/agent/"
+# The escape probe too: the e2e suite attacks from inside tool pods with it (a hostile tool could carry anything).
+mkdir -p "$stage/agent/opt/sandboxd/probe" && cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/channels.py" "$stage/agent/opt/sandboxd/probe/"
 cp "$repo/toolrunner/sample_agent/agent.py" "$stage/agent-bare/opt/agent/"
 find "$stage/agent" -name __pycache__ -prune -exec rm -rf {} +
+# A VOLUME, as a hostile agent image may declare, on a directory the sandbox user owns: were the runtime
+# to honour it, every tool call would get a writable /data outside the read-only root and outside the
+# ephemeral-storage limit. The harness's containerd ignores it (ignore_image_defined_volumes);
+# ToolPodHardeningIT checks that /data stays read-only.
+mkdir -p "$stage/agent/data" && chown 65532:65532 "$stage/agent/data"
 derive python-base agent-tools "$stage/agent" --config.env PYTHONPATH=/opt/agent --config.workingdir /opt/agent \
+  --config.volume /data \
   --config.cmd python3 --config.cmd=-m --config.cmd crusoe_adk.toolrunner && export_image agent-tools sandboxd.local/agent-tools:dev
 derive python-base agent-no-runner "$stage/agent-bare" --config.env PYTHONPATH=/opt/agent --config.workingdir /opt/agent \
   --config.cmd python3 --config.cmd=-m --config.cmd crusoe_adk.toolrunner && export_image agent-no-runner sandboxd.local/agent-no-runner:dev

@@ -5,7 +5,9 @@ Started by sandboxd in a one-use pod as `python3 -m crusoe_adk.toolrunner` (docs
   POST /call     {"module", "function", "args"} -> 200 {"result": ...} or 200 {"error": "<Type>: <text>"}
                  when the tool raised; 400 for a bad body or an unknown module/function; 409 after
                  the first call.
-Environment: TOOLRUNNER_PORT (default 8080).
+Every request but GET /healthz must carry `Authorization: Bearer <SANDBOXD_POD_TOKEN>` (401 otherwise).
+Environment: SANDBOXD_POD_TOKEN (required: the pod's secret, set by sandboxd; removed from the
+environment at start), TOOLRUNNER_PORT (default 8080).
 """
 import asyncio
 import importlib
@@ -17,6 +19,8 @@ import sys
 import threading
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from . import podguard
 
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 
@@ -112,6 +116,11 @@ class ToolRunnerHandler(BaseHTTPRequestHandler):
         routes = {"/healthz": {"GET": self.healthz}, "/call": {"POST": self.call}}
         methods = routes.get(self.path.split("?", 1)[0])
         try:
+            # Before anything else, the body included: a refused caller must not spend the pod's call.
+            if podguard.needs_token(self.path) and \
+                    not self.server.pod_token.accepts(self.headers.get("Authorization")):
+                self.close_connection = True  # the unread body must not be parsed as a next request
+                raise HttpError(401, podguard.UNAUTHORIZED)
             if methods is None:
                 raise HttpError(404, "not found")
             if self.command not in methods:
@@ -155,6 +164,8 @@ class ToolRunnerHandler(BaseHTTPRequestHandler):
         # Said outright: an HTTP/1.0 reply alone does not stop Java's HttpClient from pooling the
         # connection, and a request sent on it after this server closed it gets no bytes back.
         self.send_header("Connection", "close")
+        if status == 401:
+            self.send_header("WWW-Authenticate", "Bearer")
         self.end_headers()
         self.wfile.write(payload)
 
@@ -164,6 +175,12 @@ class ToolRunnerHandler(BaseHTTPRequestHandler):
 
 
 def main():
+    # Before the agent's module is imported (its code runs from then on, in this process): the
+    # secret leaves the environment (tool code and the programs it starts find none; a tool can
+    # still reach this process's memory, but the secret only opens this one-call pod, whose call
+    # it already is), and this process, PID 1 holding the pod log, becomes non-dumpable.
+    pod_token = podguard.take_token("crusoe_adk.toolrunner")
+    podguard.make_undumpable("crusoe_adk.toolrunner")
     port = int(os.environ.get("TOOLRUNNER_PORT") or 8080)
     # `python3 -m` puts the working directory first on sys.path; keep it there when started otherwise,
     # so the agent's own agent.py is importable.
@@ -171,6 +188,7 @@ def main():
         sys.path.insert(0, os.getcwd())
     server = ThreadingHTTPServer(("0.0.0.0", port), ToolRunnerHandler)
     server.tool_call = ToolCall()
+    server.pod_token = pod_token
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # PID 1 ignores SIGTERM unless handled
     print(f"crusoe_adk.toolrunner: listening on :{port}", file=sys.stderr, flush=True)
     server.serve_forever()

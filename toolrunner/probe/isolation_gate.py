@@ -1,57 +1,124 @@
 #!/usr/bin/env python3
-"""Holds a sandbox pod back, as its init container, until its NetworkPolicy is observably in force.
+"""Holds a sandbox pod back, as its init container, until every channel out is observably closed.
 
 A NetworkPolicy enforcer programs a new pod's rules asynchronously (kube-router within a second or
 so), so without a gate the first moments of a sandbox could be unfiltered: the e2e suite saw a fresh
-tool pod reach the metadata address. The gate waits until the Kubernetes API server, which answers
-whenever nothing blocks it, can no longer be reached from this pod, and, with --dns NAME, until
-cluster DNS (which the policy allows) answers. It runs from the platform's own image, so an agent's
-image cannot skip it. Exits 0 then; 1 if that does not happen within --within seconds.
+tool pod reach the metadata address. And a cluster may filter IPv4 only while its pods keep IPv6
+link-local addresses on a shared bridge. The gate fails closed: it passes only after one round in
+which nothing answered at all -- no connection, no reply, no reset, no ICMP error -- on every channel
+it checks (channels.py says what counts as an answer). A refusal proves packets flow, so it keeps
+the gate shut. Each round runs every attempt at once, so it costs one --timeout.
 
-  --blocked HOST:PORT   must become unreachable (default: $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)
-  --dns NAME            must resolve
-  --within S            give up after S seconds (default 300)
-  --best-effort         after --within, exit 0 anyway (the chart's probe pods: they must go on to
-                        report the escapes themselves rather than stop at the gate)
+What it checks (a bounded set, the same each round):
+  - the Kubernetes API server Service (TCP), unless --no-api-server;
+  - every --closed CHANNEL:TARGET (sandboxd passes cluster DNS over UDP and TCP for snippets, and a
+    sandboxd replica's own address);
+  - with --ipv6-link-local: the gateway's IPv6 link-local address (found as an attacker finds it:
+    ARP for the IPv4 gateway, then EUI-64) on the kubelet's port, and a DNS query to the all-nodes
+    multicast group ff02::1 (every IPv6 resolver on the link would answer it);
+  - with --dns NAME: NAME must resolve (tool pods, whose policy allows cluster DNS).
+
+  --closed CHANNEL:TARGET  must get no answer (repeatable; e.g. udp-dns:10.96.0.10:53, tcp:10.0.0.5:8080)
+  --blocked HOST:PORT      the same as --closed tcp:HOST:PORT
+  --ipv6-link-local        also check the IPv6 link-local paths above
+  --gateway-port P         TCP port tried on the gateway over IPv6 link-local (default 10250, the kubelet)
+  --dns NAME               must resolve
+  --timeout S              per attempt (default 0.5)
+  --within S               give up after S seconds (default 300)
+  --best-effort            after --within, exit 0 anyway (the chart's probe pods: they must go on to
+                           report the escapes themselves rather than stop at the gate)
+Exits 0 when closed, 1 if that does not happen within --within seconds.
 """
 import argparse
 import os
 import sys
 import time
 
-from sandbox_probe import check_dns, check_tcp
+import channels
+from sandbox_probe import check_dns
 
-POLL_S = 0.2
+PAUSE_S = 0.2
 
 
 def api_server():
-    return f"{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}"
+    host = os.environ.get("KUBERNETES_SERVICE_HOST")
+    if not host:
+        return None
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    return f"tcp:[{host}]:{port}" if ":" in host else f"tcp:{host}:{port}"
 
 
-def isolated(blocked_target, dns_name):
-    blocked, _ = check_tcp(blocked_target, 0.5)
-    resolves = dns_name is None or not check_dns(dns_name, 1.0)[0]
-    return blocked and resolves
+def ipv6_link_local_specs(gateway_port):
+    """Attempts on the link's IPv6 neighbours: the gateway by EUI-64, and all nodes by multicast."""
+    interface, gateway = channels.default_interface_and_gateway()
+    if interface is None:
+        return []
+    specs = [f"udp-dns:[ff02::1%{interface}]:53"]
+    mac = channels.arp_sweep([gateway], settle_s=0.1).get(gateway) if gateway else None
+    if mac:
+        specs.append(f"tcp:[{channels.eui64_link_local(mac)}%{interface}]:{gateway_port}")
+    return specs
+
+
+def one_round(specs, dns_name, timeout_s):
+    """(closed?, attempts that answered, dns detail or None)"""
+    answered = [a for a in channels.attempt_all(specs, timeout_s) if a.answered]
+    dns_missing = None
+    if dns_name is not None:
+        blocked, detail = check_dns(dns_name, 1.0)
+        if blocked:
+            dns_missing = f"{dns_name} does not resolve ({detail})"
+    return not answered and dns_missing is None, answered, dns_missing
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description="Wait until every channel out of this pod is closed.")
+    parser.add_argument("--closed", action="append", default=[], metavar="CHANNEL:TARGET")
+    parser.add_argument("--blocked", action="append", default=[], metavar="HOST:PORT")
+    parser.add_argument("--no-api-server", action="store_true")
+    parser.add_argument("--ipv6-link-local", action="store_true")
+    parser.add_argument("--gateway-port", type=int, default=10250)
+    parser.add_argument("--dns", metavar="NAME")
+    parser.add_argument("--timeout", type=float, default=0.5, metavar="S")
+    parser.add_argument("--within", type=float, default=300.0, metavar="S")
+    parser.add_argument("--best-effort", action="store_true")
+    return parser.parse_args(argv)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Wait until this pod's NetworkPolicy is in force.")
-    parser.add_argument("--blocked", metavar="HOST:PORT")
-    parser.add_argument("--dns", metavar="NAME")
-    parser.add_argument("--within", type=float, default=300.0, metavar="S")
-    parser.add_argument("--best-effort", action="store_true")
-    arguments = parser.parse_args(argv)
-    target = arguments.blocked or api_server()
+    arguments = parse(argv)
+    specs = list(arguments.closed) + [f"tcp:{target}" for target in arguments.blocked]
+    if not arguments.no_api_server and api_server():
+        specs.append(api_server())
     started = time.monotonic()
-    while not isolated(target, arguments.dns):
-        if time.monotonic() - started > arguments.within:
-            print(f"isolation gate: {target} still reachable (or {arguments.dns} not resolving) after "
-                  f"{arguments.within:.0f}s: is a NetworkPolicy enforcer running?", flush=True)
+    rounds = 0
+    reported = None
+    while True:
+        round_specs = specs + (ipv6_link_local_specs(arguments.gateway_port) if arguments.ipv6_link_local else [])
+        rounds += 1
+        closed, answered, dns_missing = one_round(round_specs, arguments.dns, arguments.timeout)
+        elapsed = time.monotonic() - started
+        if closed:
+            print(f"isolation gate: closed after {elapsed:.2f}s ({rounds} round(s) of {len(round_specs)} "
+                  f"attempts, {arguments.timeout}s each): " + ", ".join(round_specs)
+                  + (f"; {arguments.dns} resolves" if arguments.dns else ""), flush=True)
+            return 0
+        still_open = sorted(f"{a.channel} {a.target}" for a in answered) + ([dns_missing] if dns_missing else [])
+        if still_open != reported and elapsed <= arguments.within:
+            # Said once per change, so an operator reading the init container's log sees what keeps it shut.
+            print(f"isolation gate: waiting ({elapsed:.1f}s): " + "; ".join(
+                [f"{a.channel} {a.target} answered: {a.detail}" for a in answered] + ([dns_missing] if dns_missing else [])),
+                flush=True)
+            reported = still_open
+        if elapsed > arguments.within:
+            print(f"isolation gate: still open after {arguments.within:.0f}s: is a NetworkPolicy enforcer running, "
+                  f"and is IPv6 filtered on the pod network?", flush=True)
+            for attempt in answered:
+                print(f"isolation gate: {attempt.channel} {attempt.target} answered: {attempt.detail}", flush=True)
+            if dns_missing:
+                print(f"isolation gate: {dns_missing}", flush=True)
             return 0 if arguments.best_effort else 1
-        time.sleep(POLL_S)
-    print(f"isolation gate: in force after {time.monotonic() - started:.2f}s ({target} blocked"
-          + (f", {arguments.dns} resolves)" if arguments.dns else ")"), flush=True)
-    return 0
+        time.sleep(PAUSE_S)
 
 
 if __name__ == "__main__":

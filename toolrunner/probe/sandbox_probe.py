@@ -5,8 +5,20 @@ Prints one JSON line per check, {"check", "blocked", "detail"}, and exits 1 if a
 or any positive control (--tcp-allowed, --dns-allowed) was blocked, which would make the other
 results meaningless. Used by the e2e suite and the chart's `helm test`.
 
-  --tcp HOST:PORT          connecting must fail             (repeatable)
+  --tcp HOST:PORT          connecting must get no answer    (repeatable; a refusal is an answer)
   --tcp-allowed HOST:PORT  connecting must work             (repeatable; positive control)
+  --closed CHANNEL:TARGET  no answer at all on that channel (repeatable; channels.py: tcp, udp-dns,
+                           tcp-dns, icmp; e.g. udp-dns:10.96.0.10:53, icmp:10.244.0.1)
+  --open CHANNEL:TARGET    must answer                      (repeatable; positive control)
+  --closed-unless-self CHANNEL:TARGET
+                           as --closed, skipped when TARGET is this pod's own address (another sandbox
+                           picked from a list that may hold this one)
+  --ipv6-sweep PORTS       the attacker's IPv6 link-local sweep: ARP for every address of this pod's
+                           /24 and of the gateway's /24 (and --sweep-also), turn each MAC found into
+                           its EUI-64 fe80:: address, then TCP to each of PORTS (comma-separated) and
+                           a DNS query over UDP to each, and a DNS query to ff02::1 (all nodes):
+                           each must get no answer
+  --sweep-also IP          one more address to ARP for in the sweep (repeatable)
   --dns NAME               resolving must fail              (repeatable)
   --dns-allowed NAME       resolving must work              (repeatable; positive control)
   --no-sa-token            no service-account token mounted
@@ -23,6 +35,9 @@ import os
 import socket
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import channels
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 CLONE_NEWNS = 0x00020000
@@ -30,13 +45,44 @@ CLONE_NEWUSER = 0x10000000
 
 
 def check_tcp(target, timeout_s):
-    """(blocked, detail) for a TCP connection to HOST:PORT ([v6]:PORT for IPv6)."""
-    host, _, port = target.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as connection:
-            return False, f"connected to {connection.getpeername()[0]}:{port}"
-    except (OSError, ValueError) as error:
-        return True, describe(error)
+    """(blocked, detail) for a TCP connection to HOST:PORT ([v6]:PORT for IPv6): blocked only when
+    nothing answered (a refusal proves packets reach the target)."""
+    return check_channel("tcp:" + target, timeout_s)
+
+
+def check_channel(spec, timeout_s):
+    """(blocked, detail) for one channels.attempt: blocked when nothing answered."""
+    attempt = channels.attempt(spec, timeout_s)
+    return not attempt.answered, attempt.detail
+
+
+def check_ipv6_sweep(ports, also, timeout_s):
+    """(blocked, detail): every IPv6 attempt of the sweep at once; each is also printed as its own line."""
+    specs, neighbours = ipv6_sweep_specs(ports, also)
+    attempts = channels.attempt_all([spec for _, spec in specs], min(timeout_s, 1.0))
+    for (name, _), attempt in zip(specs, attempts):
+        print(json.dumps({"check": name, "blocked": not attempt.answered, "detail": attempt.detail}), flush=True)
+    answered = [a.target for a in attempts if a.answered]
+    detail = {"neighbours": neighbours, "attempts": len(attempts), "answered": answered}
+    return not answered, json.dumps(detail, sort_keys=True)
+
+
+def ipv6_sweep_specs(ports, also=(), settle_s=2.0):
+    """([(check name, spec)], neighbours found): the attacker's sweep, as the issue that found it did."""
+    interface, gateway = channels.default_interface_and_gateway()
+    me = channels.own_ipv4()
+    addresses = set(channels.subnet24(me)) | set(also)
+    if gateway:
+        addresses |= set(channels.subnet24(gateway))
+    addresses.discard(me)
+    neighbours = channels.arp_sweep(sorted(addresses), settle_s=settle_s)
+    specs = [(f"ipv6 all-nodes ff02::1 udp-dns", f"udp-dns:[ff02::1%{interface}]:53")]
+    for ip, mac in sorted(neighbours.items()):
+        link_local = f"[{channels.eui64_link_local(mac)}%{interface}]"
+        for port in ports:
+            specs.append((f"ipv6 {ip} {link_local}:{port} tcp", f"tcp:{link_local}:{port}"))
+            specs.append((f"ipv6 {ip} {link_local}:{port} udp-dns", f"udp-dns:{link_local}:{port}"))
+    return specs, neighbours
 
 
 def check_dns(name, timeout_s):
@@ -108,6 +154,11 @@ def parse_arguments(argv):
     parser.add_argument("--tcp-allowed", action="append", default=[], metavar="HOST:PORT")
     parser.add_argument("--dns", action="append", default=[], metavar="NAME")
     parser.add_argument("--dns-allowed", action="append", default=[], metavar="NAME")
+    parser.add_argument("--closed", action="append", default=[], metavar="CHANNEL:TARGET")
+    parser.add_argument("--open", action="append", default=[], metavar="CHANNEL:TARGET")
+    parser.add_argument("--closed-unless-self", action="append", default=[], metavar="CHANNEL:TARGET")
+    parser.add_argument("--ipv6-sweep", metavar="PORTS")
+    parser.add_argument("--sweep-also", action="append", default=[], metavar="IP")
     parser.add_argument("--no-sa-token", action="store_true")
     parser.add_argument("--unshare", action="store_true")
     parser.add_argument("--seccomp", action="store_true")
@@ -128,6 +179,18 @@ def selected_checks(arguments):
         checks.append((f"tcp {target}", True, lambda t=target: check_tcp(t, timeout_s)))
     for target in arguments.tcp_allowed:
         checks.append((f"tcp-allowed {target}", False, lambda t=target: check_tcp(t, timeout_s)))
+    for spec in arguments.closed:
+        checks.append((f"closed {spec}", True, lambda x=spec: check_channel(x, timeout_s)))
+    if arguments.closed_unless_self:
+        me = channels.own_ipv4()
+        for spec in arguments.closed_unless_self:
+            if channels.split_host_port(spec.partition(":")[2])[0] != me:
+                checks.append((f"closed-unless-self {spec}", True, lambda x=spec: check_channel(x, timeout_s)))
+    for spec in arguments.open:
+        checks.append((f"open {spec}", False, lambda x=spec: check_channel(x, timeout_s)))
+    if arguments.ipv6_sweep:
+        ports = [int(p) for p in arguments.ipv6_sweep.split(",") if p]
+        checks.append(("ipv6-sweep", True, lambda: check_ipv6_sweep(ports, arguments.sweep_also, timeout_s)))
     for name in arguments.dns:
         checks.append((f"dns {name}", True, lambda n=name: check_dns(n, timeout_s)))
     for name in arguments.dns_allowed:
@@ -144,13 +207,22 @@ def selected_checks(arguments):
     return checks
 
 
+def run_check(check):
+    name, expect_blocked, function = check
+    try:
+        blocked, detail = function()
+    except Exception as error:  # a probe that cannot run proves nothing: report, count as failed
+        blocked, detail = not expect_blocked, f"check could not run: {describe(error)}"
+    return name, expect_blocked, blocked, detail
+
+
 def main(argv=None):
+    """Every check at once (a silent channel costs its whole timeout), reported in the order given."""
+    checks = parse_arguments(argv)
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        results = list(pool.map(run_check, checks))
     failures = 0
-    for name, expect_blocked, check in parse_arguments(argv):
-        try:
-            blocked, detail = check()
-        except Exception as error:  # a probe that cannot run proves nothing: report, count as failed
-            blocked, detail = not expect_blocked, f"check could not run: {describe(error)}"
+    for name, expect_blocked, blocked, detail in results:
         print(json.dumps({"check": name, "blocked": blocked, "detail": detail}), flush=True)
         failures += blocked != expect_blocked
     return 1 if failures else 0

@@ -1,5 +1,7 @@
 """Tools of the test agent image (sandboxd.local/agent-tools:dev), called through POST /v1/call."""
 import os
+import subprocess
+import sys
 import urllib.request
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
@@ -34,3 +36,10 @@ def whoami():
 def big(n):
     """A result of n bytes, to test the 8 MiB reply cap."""
     return "x" * n
+
+
+def run_code(code, timeout_s=60):
+    """Runs arbitrary Python in this tool pod, as a hostile tool would: the e2e suite attacks from
+    inside tool pods with it. Returns the child's stdout, stderr and exit code."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
+    return {"stdout": done.stdout, "stderr": done.stderr, "exit_code": done.returncode}

@@ -63,8 +63,8 @@ def leftover_pids():
         try:
             with open(f"/proc/{pid}/stat", "rb") as stat_file:
                 stat = stat_file.read()
-            uid = os.stat(f"/proc/{pid}").st_uid
-        except OSError:
+            uid = real_uid(pid)
+        except (OSError, ValueError):
             continue  # exited meanwhile
         # The command name may hold spaces and parentheses: the fields follow the last ')'.
         state, ppid = stat[stat.rindex(b")") + 2:].split()[:2]
@@ -80,6 +80,19 @@ def leftover_pids():
         pending.extend(children.get(pid, []))
     candidates.discard(me)
     return candidates
+
+
+def real_uid(pid):
+    """The process's real uid, from /proc/<pid>/status.
+
+    Not the owner of /proc/<pid>: that is root for a non-dumpable process (as this executor is), and
+    a snippet could make its own processes non-dumpable to slip out of the uid sweep.
+    """
+    with open(f"/proc/{pid}/status", "rb") as status_file:
+        for line in status_file:
+            if line.startswith(b"Uid:"):
+                return int(line.split()[1])
+    raise ValueError(f"no Uid line for process {pid}")
 
 
 def reap_children():

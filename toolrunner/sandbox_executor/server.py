@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from . import processes
+from . import podguard, processes
 from .interpreter import Interpreter
 from .workdir import PathEscapeError, collect_files, write_files
 
@@ -117,6 +117,8 @@ class Executor:
         tmpdir = os.path.join(scratch, "tmp")
         os.mkdir(self.workdir)
         os.mkdir(tmpdir)
+        # Built from nothing, never copied from ours: the interpreter is exec'd with exactly this
+        # environment (and none of this process's memory), so the pod secret cannot reach a snippet.
         env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
                "HOME": self.workdir, "TMPDIR": tmpdir, "LANG": "C.UTF-8"}
         self.interpreter = Interpreter(self.workdir, env, settings.session)
@@ -179,6 +181,11 @@ class ExecutorHandler(BaseHTTPRequestHandler):
         routes = {"/healthz": {"GET": self.healthz}, "/run": {"POST": self.run_snippet}}
         methods = routes.get(self.path.split("?", 1)[0])
         try:
+            # Before anything else, the body included: a refused caller must not spend the pod's run.
+            if podguard.needs_token(self.path) and \
+                    not self.server.pod_token.accepts(self.headers.get("Authorization")):
+                self.close_connection = True  # the unread body must not be parsed as a next request
+                raise HttpError(401, podguard.UNAUTHORIZED)
             if methods is None:
                 raise HttpError(404, "not found")
             if self.command not in methods:
@@ -222,6 +229,8 @@ class ExecutorHandler(BaseHTTPRequestHandler):
         # Said outright: an HTTP/1.0 reply alone does not stop Java's HttpClient from pooling the
         # connection, and a request sent on it after this server closed it gets no bytes back.
         self.send_header("Connection", "close")
+        if status == 401:
+            self.send_header("WWW-Authenticate", "Bearer")
         self.end_headers()
         self.wfile.write(payload)
 
@@ -231,11 +240,17 @@ class ExecutorHandler(BaseHTTPRequestHandler):
 
 
 def main():
+    # First of all, before the interpreter that runs snippets exists: the secret leaves the
+    # environment, and this process (PID 1, holder of the pod log and the secret) becomes
+    # non-dumpable, so the snippet, same uid, can neither open /proc/1/fd/1 nor read /proc/1/environ.
+    pod_token = podguard.take_token("sandbox_executor")
+    podguard.make_undumpable("sandbox_executor")
     settings = Settings.from_env()
     processes.become_child_subreaper()
     executor = Executor(settings)
     server = ThreadingHTTPServer(("0.0.0.0", settings.port), ExecutorHandler)
     server.executor = executor
+    server.pod_token = pod_token
     # As PID 1 of the pod, SIGTERM is ignored unless handled; exit promptly on pod deletion.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(f"sandbox_executor: listening on :{settings.port}, working directory {executor.workdir}",

@@ -10,10 +10,16 @@ arrives, so a run does not pay interpreter start-up. It talks to the executor ov
   zygote -> executor   b"exit <n>\n" after a run (session mode only; in once mode the process
                        simply exits with the snippet's exit code)
 
+Until its first run the zygote is non-dumpable: it inherited the executor's stderr (the pod log),
+and in session mode it may be a replacement started while processes of an earlier run of the same
+uid could still be about; they must not open /proc/<zygote>/fd/2. Right before the snippet runs,
+fds 1 and 2 are the run's pipes and the flag is set back, so the snippet sees an ordinary process.
+
 Only the standard library, and nothing of sandbox_executor: with -I the package is not on sys.path.
 """
 import atexit
 import builtins
+import ctypes
 import linecache
 import os
 import socket
@@ -23,9 +29,18 @@ import traceback
 import types
 
 HEADER = struct.Struct(">Q")
+PR_SET_DUMPABLE = 4
+
+
+def set_dumpable(dumpable):
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1 if dumpable else 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # best effort: the executor, which holds the pod log for good, is non-dumpable itself
 
 
 def main():
+    set_dumpable(False)
     control = socket.socket(fileno=int(sys.argv[1]))
     session = sys.argv[2] == "session"
     # Like `python3 -c`: the working directory comes first, so uploaded modules can be imported.
@@ -41,6 +56,7 @@ def main():
         source, stdout_fd, stderr_fd = request
         run_number += 1
         attach_output(stdout_fd, stderr_fd)
+        set_dumpable(True)  # holds nothing of the executor's any more: fds 1 and 2 are the run's pipes
         filename = "<snippet>" if run_number == 1 else f"<snippet {run_number}>"
         exit_code = run_snippet(source, filename, namespace)
         if not session:

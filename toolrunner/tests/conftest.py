@@ -2,6 +2,7 @@
 import http.client
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 TOOLRUNNER_DIR = Path(__file__).resolve().parents[1]
+# The probe scripts run as scripts in pods (their own folder first on sys.path) and import each other so.
+sys.path.insert(0, str(TOOLRUNNER_DIR / "probe"))
 
 
 def free_port():
@@ -19,17 +22,24 @@ def free_port():
         return probe.getsockname()[1]
 
 
+POD_TOKEN_ENV = "SANDBOXD_POD_TOKEN"
+
+
 class Server:
-    def __init__(self, process, port, log_path):
+    def __init__(self, process, port, log_path, token=None):
         self.process = process
         self.port = port
         self.log_path = log_path
+        self.token = token  # the pod secret it was started with (sandboxd presents it on every request)
 
-    def request(self, method, path, body=None, raw=None, headers=None):
-        """(status, parsed JSON body, response headers)."""
+    def request(self, method, path, body=None, raw=None, headers=None, auth=True):
+        """(status, parsed JSON body, response headers). Sends the pod secret as sandboxd does,
+        unless `auth` is false or `headers` sets its own Authorization."""
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         payload = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-        connection.request(method, path, body=payload, headers=headers or {})
+        all_headers = {"Authorization": f"Bearer {self.token}"} if auth and self.token else {}
+        all_headers.update(headers or {})
+        connection.request(method, path, body=payload, headers=all_headers)
         response = connection.getresponse()
         data = response.read()
         connection.close()
@@ -48,18 +58,26 @@ class Server:
 
 @pytest.fixture
 def start_server(tmp_path):
-    """start_server(module, env, cwd) -> Server, ready on /healthz; stopped after the test."""
+    """start_server(module, env, cwd) -> Server, ready on /healthz; stopped after the test.
+
+    Every server gets a fresh pod secret (SANDBOXD_POD_TOKEN), as sandboxd gives every pod; `argv`
+    replaces `-m module` (e.g. to start it with a defence switched off, for a positive control).
+    """
     started = []
 
     def start(module, env, cwd=TOOLRUNNER_DIR, port_variable="SANDBOX_PORT", command_prefix=(),
-              python=sys.executable):
+              python=sys.executable, argv=None):
         port = free_port()
         log_path = tmp_path / f"{module}-{port}.log"
-        full_env = {**os.environ, "PYTHONPATH": str(TOOLRUNNER_DIR), port_variable: str(port), **env}
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen([*command_prefix, python, "-m", module], cwd=cwd, env=full_env,
-                                       stdout=log, stderr=subprocess.STDOUT)
-        server = Server(process, port, log_path)
+        token = secrets.token_urlsafe(32)
+        full_env = {**os.environ, "PYTHONPATH": str(TOOLRUNNER_DIR), port_variable: str(port),
+                    POD_TOKEN_ENV: token, **env}
+        # Appending, like the pipe of a container log: a line written from elsewhere (the log-forging
+        # tests) must not overwrite another.
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen([*command_prefix, python, *(argv or ["-m", module])], cwd=cwd,
+                                       env=full_env, stdout=log, stderr=subprocess.STDOUT)
+        server = Server(process, port, log_path, full_env[POD_TOKEN_ENV])
         started.append(server)
         deadline = time.monotonic() + 10
         while True:
@@ -94,3 +112,34 @@ def start_executor(start_server, executor_workdir):
     def start(**env):
         return start_server("sandbox_executor", {"SANDBOX_WORKDIR": str(executor_workdir), **env})
     return start
+
+
+@pytest.fixture
+def silent_tcp_target():
+    """HOST:PORT whose SYNs go unanswered, like a dropping filter: a listener whose accept queue is
+    full (Linux then drops new SYNs silently)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        target = listener.getsockname()
+        fillers = []
+        for _ in range(3):
+            filler = socket.socket()
+            filler.setblocking(False)
+            filler.connect_ex(target)
+            fillers.append(filler)
+        time.sleep(0.2)
+        try:
+            yield f"{target[0]}:{target[1]}"
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+@pytest.fixture
+def silent_udp_target():
+    """HOST:PORT of a UDP socket that reads nothing and answers nothing."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        host, port = silent.getsockname()
+        yield f"{host}:{port}"

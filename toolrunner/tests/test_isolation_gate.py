@@ -1,26 +1,49 @@
-"""The isolation gate opens only once its blocked target is unreachable."""
+"""The isolation gate fails closed: it opens only after a round in which nothing answered at all."""
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+
+from conftest import free_port
 
 GATE = Path(__file__).resolve().parents[1] / "probe" / "isolation_gate.py"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def gate(*args, timeout=30):
+    return subprocess.run([sys.executable, str(GATE), "--no-api-server", "--timeout", "0.3", *args],
+                          capture_output=True, text=True, timeout=timeout)
 
 
-def test_opens_at_once_when_the_target_is_unreachable():
+def test_opens_once_every_channel_is_silent(silent_tcp_target, silent_udp_target):
     started = time.monotonic()
-    result = subprocess.run([sys.executable, str(GATE), "--blocked", f"127.0.0.1:{free_port()}", "--within", "5"],
-                            capture_output=True, text=True, timeout=30)
+    result = gate("--blocked", silent_tcp_target, "--closed", f"udp-dns:{silent_udp_target}",
+                  "--closed", f"tcp-dns:{silent_tcp_target}", "--within", "5")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "in force" in result.stdout
-    assert time.monotonic() - started < 5
+    assert "closed after" in result.stdout and "1 round(s) of 3 attempts" in result.stdout
+    # One round costs one timeout, not one per channel.
+    assert time.monotonic() - started < 3
+
+
+def test_a_refusal_keeps_it_shut():
+    """The old gate took 'connection refused' for a policy in force; it proves packets flow."""
+    result = gate("--blocked", f"127.0.0.1:{free_port()}", "--within", "1")
+    assert result.returncode == 1
+    assert "still open" in result.stdout and "reset by the target" in result.stdout
+
+
+def test_a_dns_reply_keeps_it_shut():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server:
+        server.bind(("127.0.0.1", 0))
+
+        def reply_forever():
+            while True:
+                data, sender = server.recvfrom(512)
+                server.sendto(data[:2] + b"\x81\x80" + data[4:], sender)
+        threading.Thread(target=reply_forever, daemon=True).start()
+        result = gate("--closed", "udp-dns:127.0.0.1:%d" % server.getsockname()[1], "--within", "1")
+    assert result.returncode == 1 and "reply from 127.0.0.1" in result.stdout
 
 
 def test_stays_shut_while_the_target_answers():
@@ -28,24 +51,17 @@ def test_stays_shut_while_the_target_answers():
         listener.bind(("127.0.0.1", 0))
         listener.listen(16)
         port = listener.getsockname()[1]
-        result = subprocess.run([sys.executable, str(GATE), "--blocked", f"127.0.0.1:{port}", "--within", "1"],
-                                capture_output=True, text=True, timeout=30)
+        result = gate("--blocked", f"127.0.0.1:{port}", "--within", "1")
     assert result.returncode == 1
-    assert "still reachable" in result.stdout
+    assert "connected" in result.stdout
 
 
-def test_waits_for_dns_too():
-    result = subprocess.run([sys.executable, str(GATE), "--blocked", f"127.0.0.1:{free_port()}",
-                             "--dns", "no-such-name.invalid", "--within", "1"], capture_output=True, text=True, timeout=30)
-    assert result.returncode == 1
+def test_waits_for_dns_too(silent_tcp_target):
+    result = gate("--blocked", silent_tcp_target, "--dns", "no-such-name.invalid", "--within", "1")
+    assert result.returncode == 1 and "does not resolve" in result.stdout
 
 
 def test_best_effort_proceeds_after_the_wait():
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(16)
-        port = listener.getsockname()[1]
-        result = subprocess.run([sys.executable, str(GATE), "--blocked", f"127.0.0.1:{port}", "--within", "1",
-                                 "--best-effort"], capture_output=True, text=True, timeout=30)
+    result = gate("--blocked", f"127.0.0.1:{free_port()}", "--within", "1", "--best-effort")
     assert result.returncode == 0
-    assert "still reachable" in result.stdout
+    assert "still open" in result.stdout

@@ -282,6 +282,7 @@ def test_http_errors(start_executor):
     assert server.request("GET", "/nope")[0] == 404
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     connection.putrequest("POST", "/run")
+    connection.putheader("Authorization", f"Bearer {server.token}")
     connection.putheader("Content-Length", str(17 * 1024 * 1024))
     connection.endheaders()
     response = connection.getresponse()

@@ -208,8 +208,7 @@ spec:
     - name: isolation-gate
       image: {{ include "sandboxd.snippetImage" $ }}
       imagePullPolicy: {{ $.Values.snippet.image.pullPolicy }}
-      command: ["python3", "/opt/sandboxd/probe/isolation_gate.py", "--within", "30", "--best-effort"
-                {{- if eq $kind "tool" }}, "--dns", "kubernetes.default.svc"{{ end }}]
+      command: {{ include "sandboxd.isolationGateCommand" (dict "ctx" $ "kind" $kind "probe" true) }}
       securityContext:
         {{- include "sandboxd.containerSecurityContext" $ | nindent 8 }}
       resources:
@@ -241,3 +240,34 @@ spec:
       emptyDir:
         sizeLimit: {{ $.Values.snippet.workdirSizeLimit | toString | quote }}
 {{- end }}
+
+{{/*
+The isolation gate's command for a sandbox of one kind, the same checks sandboxd's
+IsolationGateSettings.arguments() gives its own pods (the chart tests compare the two). The probe's
+copy is best-effort with a shorter wait: it must go on to report the escapes itself.
+*/}}
+{{- define "sandboxd.isolationGateCommand" -}}
+{{- $v := .ctx.Values -}}
+{{- $gate := $v.isolationGate -}}
+{{- $dnsIP := $v.networkPolicy.dns.serviceIP -}}
+{{- $dns := ternary (printf "[%s]" $dnsIP) $dnsIP (contains ":" $dnsIP) -}}
+{{- $args := list "python3" "/opt/sandboxd/probe/isolation_gate.py" -}}
+{{- if eq .kind "tool" -}}
+{{- $args = concat $args (list "--dns" "kubernetes.default.svc") -}}
+{{- else if $dnsIP -}}
+{{- $args = concat $args (list "--closed" (printf "udp-dns:%s:53" $dns) "--closed" (printf "tcp-dns:%s:53" $dns)) -}}
+{{- end -}}
+{{- range $gate.extraClosed -}}
+{{- $args = concat $args (list "--closed" .) -}}
+{{- end -}}
+{{- if $gate.ipv6LinkLocal -}}
+{{- $args = append $args "--ipv6-link-local" -}}
+{{- end -}}
+{{- $args = concat $args (list "--timeout" (toString $gate.attemptTimeoutSeconds)) -}}
+{{- if .probe -}}
+{{- $args = concat $args (list "--within" "30" "--best-effort") -}}
+{{- else -}}
+{{- $args = concat $args (list "--within" (toString ($gate.withinSeconds | int64))) -}}
+{{- end -}}
+{{- toJson $args -}}
+{{- end -}}

@@ -1,5 +1,6 @@
 package io.sandboxd;
 
+import io.sandboxd.config.IsolationGateSettings;
 import io.sandboxd.config.ResourceSettings;
 import io.sandboxd.config.SecuritySettings;
 import io.sandboxd.config.SnippetSettings;
@@ -16,7 +17,7 @@ public final class TestSettings {
             "64Mi", "16Mi", 1_048_576, 8_388_608, 100, 16_777_216, 256, 300, true);
     public static final ToolSettings TOOL = new ToolSettings(30, 120, 110, 1_048_576, 8_388_608,
             new ResourceSettings("2", "1Gi", "512Mi"), new ResourceSettings("50m", "64Mi", "64Mi"), "64Mi");
-    public static final SecuritySettings RUNTIME_DEFAULT = new SecuritySettings("RuntimeDefault", "", "");
+    public static final SecuritySettings RUNTIME_DEFAULT = new SecuritySettings("RuntimeDefault", "", "", IsolationGateSettings.DEFAULTS);
 
     private TestSettings() {
     }

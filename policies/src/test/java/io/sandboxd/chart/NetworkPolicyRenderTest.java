@@ -19,10 +19,17 @@ class NetworkPolicyRenderTest {
       "podSelector", Map.of("matchLabels", Map.of("app.kubernetes.io/name", "sandboxd",
           "app.kubernetes.io/instance", "sandboxd")));
   private static final List<Object> PORT_8080 = List.of(Map.of("protocol", "TCP", "port", 8080L));
-  private static final List<String> BLOCKED_V4 = List.of("169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12",
-      "192.168.0.0/16", "100.64.0.0/10", "127.0.0.0/8", "0.0.0.0/8");
+  private static final List<String> BLOCKED_V4 = List.of("169.254.0.0/16", "168.63.129.16/32", "10.0.0.0/8",
+      "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "127.0.0.0/8", "0.0.0.0/8", "192.0.0.0/24", "198.18.0.0/15",
+      "240.0.0.0/4");
   // No ::ffff:0:0/96: the API refuses it inside ::/0, and IPv4-mapped traffic leaves as IPv4 anyway.
-  private static final List<String> BLOCKED_V6 = List.of("fc00::/7", "fe80::/10", "64:ff9b::/96", "::1/128");
+  // IPv6 ranges: rendered, not proven on the IPv4-only test cluster (SECURITY.md says so).
+  private static final List<String> BLOCKED_V6 = List.of("fc00::/7", "fe80::/10", "64:ff9b::/96", "64:ff9b:1::/48",
+      "::1/128");
+  // Every port but 53: DNS goes to the cluster DNS pods only.
+  private static final List<Object> ALL_PORTS_BUT_DNS = List.of(
+      Map.of("protocol", "TCP", "port", 1L, "endPort", 52L), Map.of("protocol", "TCP", "port", 54L, "endPort", 65535L),
+      Map.of("protocol", "UDP", "port", 1L, "endPort", 52L), Map.of("protocol", "UDP", "port", 54L, "endPort", 65535L));
 
   @Test
   void defaultDenyCoversEveryPodOfTheSandboxNamespaceBothWays() {
@@ -57,7 +64,7 @@ class NetworkPolicyRenderTest {
     assertEquals(List.of(
         Map.of("ipBlock", Map.of("cidr", "0.0.0.0/0", "except", BLOCKED_V4)),
         Map.of("ipBlock", Map.of("cidr", "::/0", "except", BLOCKED_V6))), egress.get(0).get("to"));
-    assertNull(egress.get(0).get("ports"), "every port of a public address");
+    assertEquals(ALL_PORTS_BUT_DNS, egress.get(0).get("ports"), "every port of a public address but DNS");
     assertEquals(List.of(Map.of(
         "namespaceSelector", Map.of("matchLabels", Map.of("kubernetes.io/metadata.name", "kube-system")),
         "podSelector", Map.of("matchLabels", Map.of("k8s-app", "kube-dns")))), egress.get(1).get("to"));

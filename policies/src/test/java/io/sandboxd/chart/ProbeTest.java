@@ -82,17 +82,38 @@ class ProbeTest {
   @Test
   void theRunnerGivesEachKindItsChecks() throws Exception {
     List<Map<String, Object>> pods = dryRun(HelmChart.render(TARGETS));
-    assertEquals(List.of("--dns", "kubernetes.default.svc.cluster.local",
-            "--tcp", "169.254.169.254:80", "--tcp", "10.23.0.10:80", "--tcp", "192.168.77.7:8080",
-            "--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--tcp", "10.96.0.1:443"),
-        at(pods.get(0), "spec", "containers", 0, "args"));
-    assertEquals(List.of("--tcp", "169.254.169.254:80", "--tcp", "10.23.0.10:80", "--tcp", "192.168.77.7:8080",
-            "--no-sa-token", "--unshare", "--tcp-allowed", "203.0.113.10:80", "--tcp", "10.96.0.1:443"),
-        at(pods.get(1), "spec", "containers", 0, "args"));
+    List<String> sweep = List.of("--closed", "icmp:gateway", "--ipv6-sweep", "443,6443,10250,53,8080,8181");
+    List<String> snippet = new ArrayList<>(List.of("--dns", "kubernetes.default.svc.cluster.local",
+        "--tcp", "169.254.169.254:80", "--tcp", "10.23.0.10:80", "--tcp", "192.168.77.7:8080",
+        "--closed", "udp-dns:10.96.0.10:53", "--closed", "tcp-dns:10.96.0.10:53"));
+    snippet.addAll(sweep);
+    snippet.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--tcp", "10.96.0.1:443"));
+    assertEquals(snippet, at(pods.get(0), "spec", "containers", 0, "args"),
+        "cluster DNS straight at its address over UDP and TCP, ICMP, and the IPv6 link-local sweep");
+    List<String> tool = new ArrayList<>(List.of("--tcp", "169.254.169.254:80", "--tcp", "10.23.0.10:80",
+        "--tcp", "192.168.77.7:8080"));
+    tool.addAll(sweep);
+    tool.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root",
+        "--tcp-allowed", "203.0.113.10:80", "--closed", "udp-dns:203.0.113.10:53", "--tcp", "10.96.0.1:443"));
+    assertEquals(tool, at(pods.get(1), "spec", "containers", 0, "args"), "DNS to a public address must not answer a tool");
 
     List<Map<String, Object>> withoutApiCheck = dryRun(HelmChart.render(values("probe.checkApiServerFromTool", false)));
-    assertEquals(List.of("--tcp", "169.254.169.254:80", "--no-sa-token", "--unshare"),
-        (Object) at(withoutApiCheck.get(1), "spec", "containers", 0, "args"));
+    List<String> defaults = new ArrayList<>(List.of("--tcp", "169.254.169.254:80"));
+    defaults.addAll(sweep);
+    defaults.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root"));
+    assertEquals(defaults, (Object) at(withoutApiCheck.get(1), "spec", "containers", 0, "args"));
+  }
+
+  @Test
+  void probePodsPassTheSameFailClosedGateAsSandboxdsPods() {
+    List<Map<String, Object>> pods = probePods(HelmChart.render(values("isolationGate.extraClosed[0]", "tcp:10.0.0.5:443")));
+    assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py", "--closed", "udp-dns:10.96.0.10:53",
+            "--closed", "tcp-dns:10.96.0.10:53", "--closed", "tcp:10.0.0.5:443", "--ipv6-link-local", "--timeout", "0.5",
+            "--within", "30", "--best-effort"),
+        at(pods.get(0), "spec", "initContainers", 0, "command"), "the snippet probe's gate, as sandboxd's (best-effort)");
+    assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py", "--dns", "kubernetes.default.svc",
+            "--closed", "tcp:10.0.0.5:443", "--ipv6-link-local", "--timeout", "0.5", "--within", "30", "--best-effort"),
+        at(pods.get(1), "spec", "initContainers", 0, "command"));
   }
 
   @Test

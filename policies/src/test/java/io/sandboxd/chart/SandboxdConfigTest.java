@@ -5,6 +5,7 @@ import static io.sandboxd.policies.Yaml.at;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.sandboxd.policies.Yaml;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -42,6 +43,12 @@ class SandboxdConfigTest {
           seccompProfileType: RuntimeDefault
           seccompLocalhostProfile: ""
           runtimeClassName: ""
+          isolationGate:
+            clusterDnsIp: 10.96.0.10
+            extraClosed: []
+            ipv6LinkLocal: true
+            attemptTimeoutSeconds: 0.5
+            withinSeconds: 300
         tokens:
           keysDir: /etc/sandboxd/keys
           audience: sandboxd
@@ -85,6 +92,11 @@ class SandboxdConfigTest {
         "tool.limits.memory", "2Gi",
         "tool.requests.cpu", "100m",
         "runtimeClassName", "gvisor",
+        "networkPolicy.dns.serviceIP", "fd00::a",
+        "isolationGate.extraClosed[0]", "tcp:10.0.0.5:443",
+        "isolationGate.ipv6LinkLocal", false,
+        "isolationGate.attemptTimeoutSeconds", 2,
+        "isolationGate.withinSeconds", 60,
         "seccomp.profileType", "Localhost",
         "tokens.audience", "sandboxd-prod",
         "tokens.issuer", "https://control-plane.example")));
@@ -109,7 +121,8 @@ class SandboxdConfigTest {
     assertEquals(Map.of("cpu", "3", "memory", "2Gi", "ephemeralStorage", "512Mi"), (Object) at(config, "sandbox", "tool", "limits"));
     assertEquals("100m", (Object) at(config, "sandbox", "tool", "requests", "cpu"));
     assertEquals(Map.of("seccompProfileType", "Localhost", "seccompLocalhostProfile", "sandboxd/sandbox-strict.json",
-        "runtimeClassName", "gvisor"), at(config, "sandbox", "security"));
+        "runtimeClassName", "gvisor", "isolationGate", Map.of("clusterDnsIp", "fd00::a", "extraClosed", List.of("tcp:10.0.0.5:443"),
+            "ipv6LinkLocal", false, "attemptTimeoutSeconds", 2L, "withinSeconds", 60L)), at(config, "sandbox", "security"));
     assertEquals(Map.of("keysDir", "/etc/sandboxd/keys", "audience", "sandboxd-prod",
         "issuer", "https://control-plane.example"), at(config, "sandbox", "tokens"));
   }

@@ -8,14 +8,17 @@ import io.helidon.config.Config;
  * @param seccompProfileType      {@code RuntimeDefault} or {@code Localhost}
  * @param seccompLocalhostProfile profile path relative to the kubelet's seccomp root (Localhost only)
  * @param runtimeClassName        optional RuntimeClass (for example gVisor); empty for none
+ * @param isolationGate           what every sandbox's isolation gate must see closed before it starts
  */
-public record SecuritySettings(String seccompProfileType, String seccompLocalhostProfile, String runtimeClassName) {
+public record SecuritySettings(String seccompProfileType, String seccompLocalhostProfile, String runtimeClassName,
+                               IsolationGateSettings isolationGate) {
 
     static SecuritySettings from(Config node) {
         SecuritySettings settings = new SecuritySettings(
                 node.get("seccompProfileType").asString().orElse("RuntimeDefault"),
                 node.get("seccompLocalhostProfile").asString().orElse(""),
-                node.get("runtimeClassName").asString().orElse(""));
+                node.get("runtimeClassName").asString().orElse(""),
+                IsolationGateSettings.from(node.get("isolationGate")));
         settings.validate();
         return settings;
     }

@@ -128,19 +128,19 @@ final class PodHardening {
 
     /**
      * An init container, from the platform's image so an agent's image cannot skip it, that holds the
-     * sandbox back until its NetworkPolicy is observably in force: NetworkPolicy enforcers program a new
-     * pod's rules asynchronously, and the e2e suite saw a fresh tool pod reach the metadata address in
-     * that window. See the gate's own doc for what it checks.
+     * sandbox back until every channel it checks is observably closed (nothing answers at all, on IPv4
+     * and IPv6 link-local): NetworkPolicy enforcers program a new pod's rules asynchronously, the e2e suite
+     * saw a fresh tool pod reach the metadata address in that window, and a cluster may filter IPv4 only.
+     * See {@link io.sandboxd.config.IsolationGateSettings} and the gate's own doc for what it checks.
      *
      * @param platformImage the snippet image, which carries the gate
-     * @param dnsName       a name cluster DNS must resolve first (tool pods), or {@code null}
+     * @param dnsName       a name cluster DNS must resolve first (tool pods), or {@code null} (snippets, which must
+     *                      get no answer from cluster DNS at all)
      */
     static Container isolationGate(String platformImage, SecuritySettings security, ResourceRequirements resources,
                                    String dnsName) {
         List<String> command = new ArrayList<>(List.of("python3", ISOLATION_GATE));
-        if (dnsName != null) {
-            command.addAll(List.of("--dns", dnsName));
-        }
+        command.addAll(security.isolationGate().arguments(dnsName));
         return new ContainerBuilder()
                 .withName("isolation-gate")
                 .withImage(platformImage)

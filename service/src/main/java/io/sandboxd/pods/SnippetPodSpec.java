@@ -97,6 +97,8 @@ public final class SnippetPodSpec {
         if (session) {
             env.add(new EnvVar("SANDBOX_SESSION", "true", null));
         }
+        // The executor answers /run only with this pod's own secret (main container only, not the gate).
+        env.add(PodToken.freshEnvVar());
 
         PodBuilder pod = new PodBuilder()
                 .withNewMetadata()

@@ -69,7 +69,9 @@ public final class ToolPodSpec {
 
         List<EnvVar> env = List.of(new EnvVar("HOME", "/tmp", null),
                                    new EnvVar("PYTHONDONTWRITEBYTECODE", "1", null),
-                                   new EnvVar("PYTHONUNBUFFERED", "1", null));
+                                   new EnvVar("PYTHONUNBUFFERED", "1", null),
+                                   // The tool runner answers /call only with this pod's own secret (not the gate).
+                                   PodToken.freshEnvVar());
         Pod pod = new PodBuilder()
                 .withNewMetadata()
                     .withGenerateName(GENERATE_NAME)

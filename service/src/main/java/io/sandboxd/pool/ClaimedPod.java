@@ -1,11 +1,37 @@
 package io.sandboxd.pool;
 
+import io.sandboxd.pods.PodToken;
+
+import io.fabric8.kubernetes.api.model.Pod;
+
 /**
  * A sandbox pod handed to one request.
  *
  * @param name      pod name (the {@code sandbox_id})
  * @param ip        pod IP
+ * @param token     the pod's own secret ({@link PodToken}), presented on {@code POST /run}; {@code null} for a pod
+ *                  written without one
  * @param reachable whether sandboxd has already reached the pod over HTTP (no need to probe it first)
  */
-public record ClaimedPod(String name, String ip, boolean reachable) {
+public record ClaimedPod(String name, String ip, String token, boolean reachable) {
+
+    /**
+     * A claimed pod whose secret is read from the Pod object at hand (informer cache or an update's reply): any
+     * replica can serve a pod another replica created.
+     *
+     * @param pod       the pod object
+     * @param ip        pod IP
+     * @param reachable whether sandboxd has already reached the pod over HTTP
+     * @return the claimed pod
+     */
+    static ClaimedPod of(Pod pod, String ip, boolean reachable) {
+        return new ClaimedPod(pod.getMetadata().getName(), ip, PodToken.of(pod).orElse(null), reachable);
+    }
+
+    /** Never prints the secret (this record may end up in a log line). */
+    @Override
+    public String toString() {
+        return "ClaimedPod[name=" + name + ", ip=" + ip + ", token=" + (token == null ? "none" : "***")
+                + ", reachable=" + reachable + "]";
+    }
 }

@@ -165,7 +165,7 @@ public final class SessionPods {
             if (touched != null) {
                 String ip = touched.getStatus() != null && touched.getStatus().getPodIP() != null
                         ? touched.getStatus().getPodIP() : ready.get().getStatus().getPodIP();
-                return new ClaimedPod(name, ip, false);
+                return ClaimedPod.of(ready.get(), ip, false);
             }
         }
         throw SandboxFailure.unavailable(WarmPool.NO_WARM_POD);

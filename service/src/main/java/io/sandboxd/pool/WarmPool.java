@@ -143,7 +143,8 @@ public final class WarmPool implements AutoCloseable {
                         ? update.pod().getStatus().getPodIP()
                         : pod.getStatus().getPodIP();
                 LOGGER.fine(() -> "claimed pod " + name);
-                return Optional.of(new ClaimedPod(name, ip, false));
+                // The pod spec (and so its secret) never changes: the cached object carries it too.
+                return Optional.of(ClaimedPod.of(pod, ip, false));
             }
             held.remove(name);
             LOGGER.fine(() -> "claim of pod " + name + ": " + update.outcome());

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.logging.Logger;
 
+import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.pool.PodCache;
 import io.sandboxd.pool.PodStates;
@@ -57,8 +58,9 @@ public final class PodToolCaller implements ToolCaller {
         String name = created.getMetadata().getName();
         try {
             Pod ready = awaitReady(name, job.image());
-            ToolRunnerReply reply = runner.call(ready.getStatus().getPodIP(), job.module(), job.function(),
-                                                job.args(), job.timeoutSeconds());
+            // The pod's own secret, from the Pod object: the runner answers /call only with it.
+            ToolRunnerReply reply = runner.call(ready.getStatus().getPodIP(), PodToken.of(ready).orElse(null),
+                                                job.module(), job.function(), job.args(), job.timeoutSeconds());
             return new ToolOutcome(name, reply.result(), reply.error());
         } catch (SandboxFailure e) {
             throw e.in(name);

@@ -78,7 +78,7 @@ public final class PooledSnippetRunner implements SnippetRunner, PoolStatusSourc
 
     private ExecutorReply execute(ClaimedPod pod, SnippetJob job) {
         try {
-            return executor.run(pod.ip(), pod.reachable(), job.code(), job.timeoutSeconds(), job.files());
+            return executor.run(pod.ip(), pod.token(), pod.reachable(), job.code(), job.timeoutSeconds(), job.files());
         } catch (SandboxFailure e) {
             throw e.in(pod.name());
         }

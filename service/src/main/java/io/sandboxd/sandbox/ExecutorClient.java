@@ -81,6 +81,7 @@ public final class ExecutorClient {
      * Runs a snippet.
      *
      * @param podIp          pod address
+     * @param token          the pod's own secret, read from the Pod object (sent as {@code Authorization: Bearer})
      * @param reachable      whether the pod has already answered from here (else it is probed first)
      * @param code           Python source
      * @param timeoutSeconds snippet timeout
@@ -88,7 +89,7 @@ public final class ExecutorClient {
      * @return the executor's reply
      * @throws SandboxFailure with a contract 502 message
      */
-    public ExecutorReply run(String podIp, boolean reachable, String code, int timeoutSeconds,
+    public ExecutorReply run(String podIp, String token, boolean reachable, String code, int timeoutSeconds,
                              List<SandboxFile> files) {
         ObjectNode body = json.createObjectNode();
         body.put("code", code);
@@ -110,7 +111,7 @@ public final class ExecutorClient {
         }
         PodHttp.Reply reply;
         try {
-            reply = http.post(PodHttp.uri(podIp, port, "/run"), payload, deadline, maxReplyBytes);
+            reply = http.post(PodHttp.uri(podIp, port, "/run"), token, payload, deadline, maxReplyBytes);
         } catch (PodHttp.NoReply e) {
             if (e.tooLarge()) {
                 LOGGER.log(Level.WARNING, "executor reply over the cap of " + maxReplyBytes + " bytes");

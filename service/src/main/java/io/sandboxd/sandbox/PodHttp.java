@@ -19,6 +19,10 @@ final class PodHttp {
 
     /** Port of the in-pod HTTP server (executor and tool runner). */
     static final int POD_PORT = 8080;
+    /** Header that carries the pod's own secret on {@code POST /run} and {@code POST /call}. */
+    static final String AUTHORIZATION = "Authorization";
+    /** Scheme of that header's value: {@code Bearer <secret>}. */
+    static final String BEARER = "Bearer ";
 
     /** What came back from the pod. */
     record Reply(int status, byte[] body) {
@@ -104,13 +108,22 @@ final class PodHttp {
         }
     }
 
-    Reply post(URI uri, byte[] json, Duration deadline, long maxReplyBytes) throws NoReply {
-        HttpRequest request = HttpRequest.newBuilder(uri)
+    /**
+     * POSTs {@code json}, presenting the pod's own secret as {@code Authorization: Bearer <token>}
+     * (docs/internal-contracts.md); without it the in-pod server answers 401.
+     *
+     * @param token the pod's secret ({@code io.sandboxd.pods.PodToken}); {@code null} sends no credential
+     */
+    Reply post(URI uri, String token, byte[] json, Duration deadline, long maxReplyBytes) throws NoReply {
+        HttpRequest.Builder builder = HttpRequest.newBuilder(uri)
                 .timeout(deadline)
                 .header("Content-Type", "application/json")
                 .header("Accept", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofByteArray(json))
-                .build();
+                .POST(HttpRequest.BodyPublishers.ofByteArray(json));
+        if (token != null) {
+            builder.header(AUTHORIZATION, BEARER + token);
+        }
+        HttpRequest request = builder.build();
         CompletableFuture<HttpResponse<byte[]>> future = client.sendAsync(request, CappedBody.handler(maxReplyBytes));
         try {
             HttpResponse<byte[]> response = future.get(deadline.toMillis(), TimeUnit.MILLISECONDS);

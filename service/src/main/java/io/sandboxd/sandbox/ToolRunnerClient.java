@@ -51,6 +51,7 @@ public final class ToolRunnerClient {
      * Calls one tool function.
      *
      * @param podIp          pod address
+     * @param token          the pod's own secret, read from the Pod object (sent as {@code Authorization: Bearer})
      * @param module         Python module
      * @param function       function name
      * @param args           keyword arguments
@@ -58,7 +59,8 @@ public final class ToolRunnerClient {
      * @return the runner's reply
      * @throws SandboxFailure with a contract 502 message
      */
-    public ToolRunnerReply call(String podIp, String module, String function, ObjectNode args, int timeoutSeconds) {
+    public ToolRunnerReply call(String podIp, String token, String module, String function, ObjectNode args,
+                                int timeoutSeconds) {
         ObjectNode body = json.createObjectNode();
         body.put("module", module);
         body.put("function", function);
@@ -72,7 +74,7 @@ public final class ToolRunnerClient {
         http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
         PodHttp.Reply reply;
         try {
-            reply = http.post(PodHttp.uri(podIp, port, "/call"), payload, Duration.ofSeconds(timeoutSeconds),
+            reply = http.post(PodHttp.uri(podIp, port, "/call"), token, payload, Duration.ofSeconds(timeoutSeconds),
                               maxReplyBytes);
         } catch (PodHttp.NoReply e) {
             if (e.tooLarge()) {

@@ -34,6 +34,7 @@ class SandboxConfigTest {
         assertEquals(new ResourceSettings("2", "1Gi", "512Mi"), config.tool().limits());
         assertEquals("RuntimeDefault", config.security().seccompProfileType());
         assertEquals("", config.security().runtimeClassName());
+        assertEquals(IsolationGateSettings.DEFAULTS, config.security().isolationGate());
         assertEquals(Path.of("/etc/sandboxd/keys"), config.tokens().keysDir());
         assertEquals("sandboxd", config.tokens().audience());
         assertEquals("", config.tokens().issuer());
@@ -77,5 +78,42 @@ class SandboxConfigTest {
         assertThrows(IllegalArgumentException.class,
                      () -> SandboxConfig.from(ConfigLoader.load(badTimeout.toString()).get("sandbox")));
         assertThrows(IllegalArgumentException.class, () -> ConfigLoader.load(dir.resolve("missing.yaml").toString()));
+    }
+
+    @Test
+    void theIsolationGateChecksWhatEachKindMustNotReach() throws Exception {
+        Path file = Files.writeString(dir.resolve("application.yaml"), """
+                sandbox:
+                  security:
+                    isolationGate:
+                      clusterDnsIp: fd00::a
+                      extraClosed: ["tcp:10.0.0.5:8080", "icmp:10.0.0.1"]
+                      ipv6LinkLocal: false
+                      attemptTimeoutSeconds: 0.3
+                      withinSeconds: 60
+                """);
+        IsolationGateSettings gate = SandboxConfig.from(ConfigLoader.load(file.toString()).get("sandbox")).security().isolationGate();
+        assertEquals(java.util.List.of("--closed", "udp-dns:[fd00::a]:53", "--closed", "tcp-dns:[fd00::a]:53",
+                "--closed", "tcp:10.0.0.5:8080", "--closed", "icmp:10.0.0.1", "--timeout", "0.3", "--within", "60"),
+                gate.arguments(null), "snippets: cluster DNS must not answer");
+        assertEquals(java.util.List.of("--dns", "kubernetes.default.svc", "--closed", "tcp:10.0.0.5:8080",
+                "--closed", "icmp:10.0.0.1", "--timeout", "0.3", "--within", "60"),
+                gate.arguments("kubernetes.default.svc"), "tools: cluster DNS must resolve");
+        IsolationGateSettings withOwnAddress = new IsolationGateSettings("", "10.244.0.7", java.util.List.of(), true, 0.5, 300);
+        assertEquals(java.util.List.of("--closed", "tcp:10.244.0.7:8080", "--ipv6-link-local", "--timeout", "0.5", "--within", "300"),
+                withOwnAddress.arguments(null), "no sandbox may reach sandboxd itself");
+    }
+
+    @Test
+    void aGateCheckThatIsNotAChannelIsRefused() throws Exception {
+        Path file = Files.writeString(dir.resolve("application.yaml"), """
+                sandbox:
+                  security:
+                    isolationGate:
+                      extraClosed: ["10.0.0.5:8080"]
+                """);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> SandboxConfig.from(ConfigLoader.load(file.toString()).get("sandbox")));
+        assertTrue(e.getMessage().contains("is not CHANNEL:TARGET"), e.getMessage());
     }
 }

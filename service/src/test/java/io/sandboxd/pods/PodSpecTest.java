@@ -33,7 +33,10 @@ class PodSpecTest {
         PodSpec spec = pod.getSpec();
         assertHardened(spec, "RuntimeDefault", null);
         assertEquals("None", spec.getDnsPolicy());
-        assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py"), spec.getInitContainers().get(0).getCommand());
+        assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py",
+                        "--closed", "udp-dns:10.96.0.10:53", "--closed", "tcp-dns:10.96.0.10:53",
+                        "--ipv6-link-local", "--timeout", "0.5", "--within", "300"),
+                spec.getInitContainers().get(0).getCommand(), "a snippet must get no answer from cluster DNS at all");
         assertEquals(Boolean.TRUE, spec.getInitContainers().get(0).getSecurityContext().getReadOnlyRootFilesystem());
         assertEquals(List.of("127.0.0.1"), spec.getDnsConfig().getNameservers());
         assertNull(spec.getRuntimeClassName());
@@ -64,7 +67,7 @@ class PodSpecTest {
 
     @Test
     void localhostSeccompAndRuntimeClassAreApplied() {
-        SecuritySettings strict = new SecuritySettings("Localhost", "sandboxd/sandbox-strict.json", "gvisor");
+        SecuritySettings strict = new SecuritySettings("Localhost", "sandboxd/sandbox-strict.json", "gvisor", io.sandboxd.config.IsolationGateSettings.DEFAULTS);
         Pod pod = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, strict).poolPod();
         assertHardened(pod.getSpec(), "Localhost", "sandboxd/sandbox-strict.json");
         assertEquals("gvisor", pod.getSpec().getRuntimeClassName());
@@ -102,8 +105,9 @@ class PodSpecTest {
         assertEquals(110L + 30L + 60L, spec.getActiveDeadlineSeconds());
         Container gate = spec.getInitContainers().get(0);
         assertEquals("sandboxd.local/snippet-sandbox:dev", gate.getImage(), "the gate comes from the platform's image");
-        assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py", "--dns", "kubernetes.default.svc"),
-                gate.getCommand());
+        assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py", "--dns", "kubernetes.default.svc",
+                        "--ipv6-link-local", "--timeout", "0.5", "--within", "300"),
+                gate.getCommand(), "a tool pod must resolve through cluster DNS");
         Container c = spec.getContainers().get(0);
         assertEquals("localhost:30500/agents/my-agent:abc123", c.getImage());
         assertEquals(List.of("python3", "-m", "crusoe_adk.toolrunner"), c.getCommand());
@@ -112,6 +116,37 @@ class PodSpecTest {
         assertEquals(new Quantity("2"), c.getResources().getLimits().get("cpu"));
         assertEquals(new Quantity("1Gi"), c.getResources().getLimits().get("memory"));
         assertEquals(new Quantity("512Mi"), c.getResources().getLimits().get("ephemeral-storage"));
+    }
+
+    @Test
+    void everyPodGetsItsOwnSecretOnTheMainContainerOnly() {
+        SnippetPodSpec snippets = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT);
+        ToolPodSpec tools = new ToolPodSpec("cai-sandbox", TestSettings.TOOL, TestSettings.RUNTIME_DEFAULT,
+                                            TestSettings.SNIPPET.image());
+        List<Pod> pods = List.of(
+                snippets.poolPod(), snippets.poolPod(),
+                snippets.sessionPod("0123456789abcdef0123456789abcdef", "replica-1/req-1", Map.of()),
+                snippets.sessionPod("0123456789abcdef0123456789abcdef", "replica-1/req-2", Map.of()),
+                tools.pod("img:1", "p", "a", "req-1", 30), tools.pod("img:1", "p", "a", "req-2", 30));
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        for (Pod pod : pods) {
+            Container main = pod.getSpec().getContainers().get(0);
+            String token = env(main, "SANDBOXD_POD_TOKEN");
+            assertTrue(token != null && token.matches("[A-Za-z0-9_-]{43}"), "256 bits, URL-safe base64: " + token);
+            assertEquals(32, java.util.Base64.getUrlDecoder().decode(token).length);
+            assertTrue(seen.add(token), "a fresh secret for every pod, even for the same session");
+            assertEquals(java.util.Optional.of(token), PodToken.of(pod), "read back from the Pod object");
+            assertEquals(1, main.getEnv().stream().filter(e -> e.getName().equals(PodToken.ENV)).count());
+            for (Container init : pod.getSpec().getInitContainers()) {
+                assertTrue(init.getEnv() == null || init.getEnv().stream()
+                        .noneMatch(e -> e.getName().equals(PodToken.ENV)), "the isolation gate never gets it");
+            }
+        }
+        assertEquals(java.util.Optional.empty(), PodToken.of(new Pod()));
+        assertEquals(java.util.Optional.empty(), PodToken.of(new io.fabric8.kubernetes.api.model.PodBuilder()
+                .withNewSpec().addNewInitContainer().addNewEnv().withName(PodToken.ENV).withValue("x").endEnv()
+                .endInitContainer().addNewContainer().withName("c").endContainer().endSpec().build()),
+                "only main containers count");
     }
 
     @Test

@@ -9,7 +9,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
 
@@ -42,7 +42,7 @@ class SessionPodsTest {
     private PoolCounters counters;
     private ExecutorService threads;
     private final SnippetPodSpec spec = new SnippetPodSpec(NS, io.sandboxd.TestSettings.SNIPPET,
-                                                           new SecuritySettings("RuntimeDefault", "", ""));
+                                                           io.sandboxd.TestSettings.RUNTIME_DEFAULT);
 
     @BeforeEach
     void setUp() throws InterruptedException {
@@ -89,6 +89,21 @@ class SessionPodsTest {
         assertTrue(pod.getSpec().getContainers().get(0).getEnv().stream()
                            .anyMatch(e -> e.getName().equals("SANDBOX_SESSION") && e.getValue().equals("true")));
         assertTrue(pod.getMetadata().getAnnotations().containsKey(SandboxLabels.LAST_USED_AT));
+    }
+
+    @Test
+    void aSessionRunCarriesTheSecretOfItsPod() throws Exception {
+        Future<ClaimedPod> run = threads.submit(() -> sessions.runInSession("proj-a", "agent", "conv-t", "req",
+                                                                            pod -> pod));
+        ClaimedPod claimed = run.get(20, TimeUnit.SECONDS);
+        Pod pod = client.pods().inNamespace(NS).withName(claimed.name()).get();
+        assertEquals(PodToken.of(pod).orElseThrow(), claimed.token());
+        // A second replica serving the same session reads the same secret from the same Pod object.
+        SessionPods other = new SessionPods(cache, new PodWrites(client, NS), spec, counters, "replica-b",
+                                            Clock.systemUTC(), Duration.ofSeconds(10), Duration.ofSeconds(10));
+        Future<ClaimedPod> again = threads.submit(() -> other.runInSession("proj-a", "agent", "conv-t", "req-2",
+                                                                           p -> p));
+        assertEquals(claimed.token(), again.get(20, TimeUnit.SECONDS).token());
     }
 
     @Test

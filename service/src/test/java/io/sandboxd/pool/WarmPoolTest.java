@@ -16,7 +16,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.sandbox.SandboxFailure;
@@ -30,6 +30,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -133,7 +134,10 @@ class WarmPoolTest {
         Thread.sleep(300);
         readyWarmPod("sandbox-late");
         Object result = waiting.get(10, TimeUnit.SECONDS);
-        assertEquals(new ClaimedPod("sandbox-late", "10.0.0.9", false), result);
+        String token = PodToken.of(client.pods().inNamespace(NS).withName("sandbox-late").get()).orElseThrow();
+        assertEquals(new ClaimedPod("sandbox-late", "10.0.0.9", token, false), result,
+                     "a claimed pod carries the secret written into it");
+        assertFalse(result.toString().contains(token), "never printed: " + result);
     }
 
     @Test
@@ -170,7 +174,7 @@ class WarmPoolTest {
         PoolCounters counters = new PoolCounters();
         PoolReconciler reconciler = new PoolReconciler(
                 snippets, tools, new PodWrites(client, NS),
-                new SnippetPodSpec(NS, TestSettings.SNIPPET, new SecuritySettings("RuntimeDefault", "", "")), counters,
+                new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT), counters,
                 PoolReconciler.Limits.of(3, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
                                          Duration.ofSeconds(120), Duration.ofSeconds(300)),
                 "replica-a", Clock.systemUTC());
@@ -230,6 +234,8 @@ class WarmPoolTest {
 
         ClaimedPod pod = a.claim("req-1", "proj", Duration.ofSeconds(5));
         assertTrue(pod.reachable(), "a reserved pod was probed before it was queued");
+        assertEquals(PodToken.of(client.pods().inNamespace(NS).withName(pod.name()).get()).orElseThrow(), pod.token(),
+                     "a reserved pod carries the secret written into it");
         // The hand-over is recorded after the fact, in the background.
         Pod stored = awaitPod(pod.name(), p -> "claimed".equals(state(p)));
         assertEquals("replica-a/req-1", stored.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY));
@@ -272,6 +278,8 @@ class WarmPoolTest {
         // Every pod was reserved by the holder, so the asker can only have it from the holder.
         String claimedBy = stored.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY);
         assertTrue(claimedBy.equals("replica-a/reserved") || claimedBy.equals("replica-a/req-a"), claimedBy);
+        assertEquals(PodToken.of(stored).orElseThrow(), pod.token(),
+                     "a pod passed on between replicas still carries its secret (read from the Pod object)");
         assertNull(stored.getMetadata().getAnnotations().get(SandboxLabels.WANTED_BY));
         assertEquals(1, holder.reservedCount(), "the holder keeps the other pod");
         // The holder's own next request gets the pod it kept, never the one it passed on.
@@ -396,7 +404,7 @@ class WarmPoolTest {
     private PoolReconciler reconciler(PodCache snippets, PodCache tools, int target, Clock clock) {
         return new PoolReconciler(
                 snippets, tools, new PodWrites(client, NS),
-                new SnippetPodSpec(NS, TestSettings.SNIPPET, new SecuritySettings("RuntimeDefault", "", "")),
+                new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT),
                 new PoolCounters(),
                 PoolReconciler.Limits.of(target, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
                                          Duration.ofSeconds(120), Duration.ofSeconds(300)),
@@ -523,7 +531,7 @@ class WarmPoolTest {
     }
 
     private static Pod poolPod(String name) {
-        return new PodBuilder(new SnippetPodSpec(NS, TestSettings.SNIPPET, new SecuritySettings("RuntimeDefault", "", ""))
+        return new PodBuilder(new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT)
                                       .poolPod())
                 .editMetadata().withGenerateName(null).withName(name).endMetadata()
                 .build();

@@ -6,7 +6,7 @@ import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
-import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.pool.PodCache;
@@ -44,6 +44,8 @@ class PodToolCallerTest {
     private FakePod runner;
     private ExecutorService threads;
     private volatile String fate = "Ready";
+    /** The secret of the last tool pod the stand-in kubelet started, as written into the Pod object. */
+    private volatile String startedPodToken;
 
     @BeforeEach
     void setUp() throws Exception {
@@ -70,7 +72,7 @@ class PodToolCallerTest {
 
     private PodToolCaller caller(Duration readyTimeout) {
         ToolPodSpec spec = new ToolPodSpec(NS, io.sandboxd.TestSettings.TOOL,
-                                           new SecuritySettings("RuntimeDefault", "", ""),
+                                           io.sandboxd.TestSettings.RUNTIME_DEFAULT,
                                            io.sandboxd.TestSettings.SNIPPET.image());
         return new PodToolCaller(tools, new PodWrites(client, NS), spec,
                                  new ToolRunnerClient(HttpClient.newHttpClient(), JSON, 1 << 20, runner.port()),
@@ -89,6 +91,8 @@ class PodToolCallerTest {
         assertTrue(outcome.sandboxId().startsWith("tool-"), outcome.sandboxId());
         assertEquals(4, outcome.result().get("temp_c").intValue());
         assertTrue(runner.lastRequest().contains("\"city\":\"Reykjavik\""));
+        assertTrue(startedPodToken != null && startedPodToken.length() >= 43, startedPodToken);
+        assertEquals("Bearer " + startedPodToken, runner.authorization("/call"), "the call carries the pod's secret");
         assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind");
     }
 
@@ -117,6 +121,7 @@ class PodToolCallerTest {
             if (fresh == null) {
                 return;
             }
+            startedPodToken = PodToken.of(fresh).orElse(null);
             PodBuilder builder = new PodBuilder(fresh);
             switch (fate) {
             case "Ready" -> builder.withNewStatus().withPhase("Running").withPodIP("127.0.0.1")

@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
@@ -19,6 +21,8 @@ public final class FakePod implements AutoCloseable {
     private volatile long delayMillis;
     private volatile String lastRequest;
     private volatile String lastPath;
+    /** The Authorization header of the last request to each path ("" when it carried none). */
+    private final Map<String, String> authorizationByPath = new ConcurrentHashMap<>();
 
     public FakePod() throws IOException {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
@@ -55,8 +59,18 @@ public final class FakePod implements AutoCloseable {
         return lastPath;
     }
 
+    /**
+     * @param path request path
+     * @return the Authorization header of the last request to {@code path}, "" when it had none, null when none came
+     */
+    public String authorization(String path) {
+        return authorizationByPath.get(path);
+    }
+
     private void handle(HttpExchange exchange) throws IOException {
         lastPath = exchange.getRequestURI().getPath();
+        String authorization = exchange.getRequestHeaders().getFirst("Authorization");
+        authorizationByPath.put(lastPath, authorization == null ? "" : authorization);
         lastRequest = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
         if (delayMillis > 0) {
             try {

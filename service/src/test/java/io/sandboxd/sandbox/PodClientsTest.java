@@ -24,6 +24,8 @@ class PodClientsTest {
              "files":[{"path":"out.txt","content_b64":"aGk="}],
              "stdout_truncated":false,"stderr_truncated":false,"files_truncated":false,"extra":"ignored"}""";
 
+    private static final String TOKEN = "pod-secret-0123456789abcdefghijklmnopqrstuvw";
+
     private FakePod pod;
     private HttpClient http;
 
@@ -45,7 +47,7 @@ class PodClientsTest {
     @Test
     void executorReplyIsParsed() throws Exception {
         pod.answer(200, GOOD);
-        ExecutorReply reply = executor(1 << 20).run("127.0.0.1", false, "print(2**32)", 10,
+        ExecutorReply reply = executor(1 << 20).run("127.0.0.1", TOKEN, false, "print(2**32)", 10,
                                                      List.of(new SandboxFile("data/in.csv", "YQ==")));
         assertEquals("4294967296\n", reply.stdout());
         assertEquals(0, reply.exitCode());
@@ -60,9 +62,34 @@ class PodClientsTest {
     }
 
     @Test
+    void everyRunCarriesThePodsSecretAndTheReachabilityProbeDoesNot() {
+        pod.answer(200, GOOD);
+        executor(1 << 20).run("127.0.0.1", TOKEN, false, "print(1)", 10, List.of());
+        assertEquals("Bearer " + TOKEN, pod.authorization("/run"));
+        assertEquals("", pod.authorization("/healthz"), "/healthz is open and gets no secret");
+    }
+
+    @Test
+    void aPodThatRefusesTheSecretIsABadGateway() {
+        pod.answer(401, "{\"error\":\"unauthorized: this endpoint answers only sandboxd\"}");
+        SandboxFailure e = assertThrows(SandboxFailure.class,
+                                        () -> executor(1 << 20).run("127.0.0.1", TOKEN, true, "x", 5, List.of()));
+        assertEquals(502, e.status());
+        assertEquals("sandbox pod returned HTTP 401: unauthorized: this endpoint answers only sandboxd",
+                     e.getMessage());
+    }
+
+    @Test
+    void aPodWithoutASecretGetsNoAuthorizationHeader() {
+        pod.answer(200, GOOD);
+        executor(1 << 20).run("127.0.0.1", null, true, "print(1)", 10, List.of());
+        assertEquals("", pod.authorization("/run"));
+    }
+
+    @Test
     void executorRejectionCarriesThePodsErrorText() {
         pod.answer(400, "{\"error\": \"file path escapes working directory: '../etc/passwd'\"}");
-        SandboxFailure e = assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", false, "x", 5, List.of()));
+        SandboxFailure e = assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", TOKEN, false, "x", 5, List.of()));
         assertEquals(502, e.status());
         assertEquals("sandbox pod returned HTTP 400: file path escapes working directory: '../etc/passwd'",
                      e.getMessage());
@@ -72,7 +99,7 @@ class PodClientsTest {
     void executorConflictForASecondRun() {
         pod.answer(409, "{\"error\":\"this sandbox has already run\"}");
         assertEquals("sandbox pod returned HTTP 409: this sandbox has already run",
-                     assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", false, "x", 5, List.of()))
+                     assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", TOKEN, false, "x", 5, List.of()))
                              .getMessage());
     }
 
@@ -84,7 +111,7 @@ class PodClientsTest {
                 "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0,\"duration_ms\":1,\"files\":\"x\"}", ""}) {
             pod.answer(200, garbage);
             SandboxFailure e = assertThrows(SandboxFailure.class,
-                                            () -> executor(1 << 20).run("127.0.0.1", false, "x", 5, List.of()), garbage);
+                                            () -> executor(1 << 20).run("127.0.0.1", TOKEN, false, "x", 5, List.of()), garbage);
             assertEquals(502, e.status());
             assertEquals("invalid response from sandbox pod", e.getMessage(), garbage);
         }
@@ -94,7 +121,7 @@ class PodClientsTest {
     void oversizedExecutorReplyIsAnInvalidResponse() {
         pod.answer(200, "{\"stdout\":\"" + "x".repeat(20_000) + "\",\"stderr\":\"\",\"exit_code\":0,\"duration_ms\":1}");
         assertEquals("invalid response from sandbox pod",
-                     assertThrows(SandboxFailure.class, () -> executor(4096).run("127.0.0.1", false, "x", 5, List.of()))
+                     assertThrows(SandboxFailure.class, () -> executor(4096).run("127.0.0.1", TOKEN, false, "x", 5, List.of()))
                              .getMessage());
     }
 
@@ -105,7 +132,7 @@ class PodClientsTest {
             closedPort = socket.getLocalPort();
         }
         ExecutorClient client = new ExecutorClient(http, JSON, 1 << 20, closedPort);
-        SandboxFailure e = assertThrows(SandboxFailure.class, () -> client.run("127.0.0.1", false, "x", 5, List.of()));
+        SandboxFailure e = assertThrows(SandboxFailure.class, () -> client.run("127.0.0.1", TOKEN, false, "x", 5, List.of()));
         assertEquals(502, e.status());
         assertTrue(e.getMessage().startsWith("sandbox execution failed: "), e.getMessage());
     }
@@ -115,19 +142,21 @@ class PodClientsTest {
         ToolRunnerClient client = new ToolRunnerClient(http, JSON, 1 << 20, pod.port());
         ObjectNode args = JSON.createObjectNode().put("city", "Reykjavik");
         pod.answer(200, "{\"result\":{\"temp_c\":4}}");
-        ToolRunnerReply ok = client.call("127.0.0.1", "agent", "get_weather", args, 5);
+        ToolRunnerReply ok = client.call("127.0.0.1", TOKEN, "agent", "get_weather", args, 5);
         assertEquals(4, ok.result().get("temp_c").intValue());
         assertNull(ok.error());
         assertEquals("/call", pod.lastPath());
+        assertEquals("Bearer " + TOKEN, pod.authorization("/call"), "every call carries the pod's secret");
+        assertEquals("", pod.authorization("/healthz"));
         assertTrue(pod.lastRequest().contains("\"function\":\"get_weather\""));
 
         pod.answer(200, "{\"error\":\"ValueError: no such city\"}");
-        ToolRunnerReply raised = client.call("127.0.0.1", "agent", "get_weather", args, 5);
+        ToolRunnerReply raised = client.call("127.0.0.1", TOKEN, "agent", "get_weather", args, 5);
         assertNull(raised.result());
         assertEquals("ValueError: no such city", raised.error());
 
         pod.answer(200, "{\"result\":null}");
-        assertNull(client.call("127.0.0.1", "agent", "f", args, 5).result());
+        assertNull(client.call("127.0.0.1", TOKEN, "agent", "f", args, 5).result());
     }
 
     @Test
@@ -136,19 +165,19 @@ class PodClientsTest {
         ObjectNode args = JSON.createObjectNode();
         pod.answer(200, "<html>");
         assertEquals("invalid response from the tool sandbox",
-                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", "agent", "f", args, 5))
+                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", TOKEN, "agent", "f", args, 5))
                              .getMessage());
         pod.answer(200, "{\"result\":\"" + "y".repeat(10_000) + "\"}");
         assertEquals("invalid response from the tool sandbox",
-                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", "agent", "f", args, 5))
+                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", TOKEN, "agent", "f", args, 5))
                              .getMessage());
         pod.answer(200, "{\"error\":42}");
         assertEquals("invalid response from the tool sandbox",
-                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", "agent", "f", args, 5))
+                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", TOKEN, "agent", "f", args, 5))
                              .getMessage());
         pod.answer(400, "{\"error\":\"unknown function 'nope'\"}");
         SandboxFailure rejected = assertThrows(SandboxFailure.class,
-                                               () -> client.call("127.0.0.1", "agent", "nope", args, 5));
+                                               () -> client.call("127.0.0.1", TOKEN, "agent", "nope", args, 5));
         assertEquals(502, rejected.status());
         assertEquals("tool execution failed: the tool runner returned HTTP 400: unknown function 'nope'",
                      rejected.getMessage());
@@ -159,7 +188,7 @@ class PodClientsTest {
         ToolRunnerClient client = new ToolRunnerClient(http, JSON, 4096, pod.port());
         pod.answer(200, "{\"result\":1}").delay(3000);
         SandboxFailure e = assertThrows(SandboxFailure.class,
-                                        () -> client.call("127.0.0.1", "agent", "f", JSON.createObjectNode(), 1));
+                                        () -> client.call("127.0.0.1", TOKEN, "agent", "f", JSON.createObjectNode(), 1));
         assertEquals(502, e.status());
         assertEquals("tool execution failed: the tool did not finish within 1s", e.getMessage());
     }

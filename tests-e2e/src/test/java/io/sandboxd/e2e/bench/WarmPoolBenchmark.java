@@ -8,6 +8,7 @@ import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestPods;
 import io.sandboxd.config.ConfigLoader;
 import io.sandboxd.config.SandboxConfig;
+import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.SnippetPodSpec;
 import org.junit.jupiter.api.Test;
 
@@ -145,6 +146,8 @@ class WarmPoolBenchmark {
                 k8s.pods().inNamespace(ns.namespace()).resource(pod).create();
                 Pod ready = k8s.pods().inNamespace(ns.namespace()).withName("cold-" + i).waitUntilReady(120, TimeUnit.SECONDS);
                 HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://" + ready.getStatus().getPodIP() + ":8080/run"))
+                        // The executor answers only with the pod's own secret, as sandboxd presents it.
+                        .header("Authorization", "Bearer " + PodToken.of(pod).orElseThrow())
                         .POST(HttpRequest.BodyPublishers.ofString("{\"code\":\"" + CODE + "\",\"timeout_s\":20,\"files\":[]}")).build(),
                         HttpResponse.BodyHandlers.ofString());
                 k8s.pods().inNamespace(ns.namespace()).withName("cold-" + i).withGracePeriod(0).delete();

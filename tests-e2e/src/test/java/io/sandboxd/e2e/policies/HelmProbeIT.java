@@ -1,5 +1,6 @@
 package io.sandboxd.e2e.policies;
 
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.sandboxd.e2e.support.Env;
@@ -7,19 +8,29 @@ import io.sandboxd.e2e.support.ExecResult;
 import io.sandboxd.e2e.support.HostCommand;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
+import io.sandboxd.e2e.support.TestPods;
+import io.sandboxd.e2e.support.Attacks;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
 
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The chart's negative probe (`helm test`) passes on a correctly installed cluster, and fails when
- * the NetworkPolicies that isolate snippet pods are removed: it really detects an open sandbox.
+ * the NetworkPolicies that isolate snippet pods are removed, or when the pod network leaves IPv6
+ * link-local open (as many IPv4-only policy enforcers do): it really detects an open sandbox. While
+ * IPv6 is open, a new sandbox waits at its fail-closed isolation gate instead of starting.
  */
 class HelmProbeIT {
     private static KubernetesClient k8s;
@@ -64,5 +75,68 @@ class HelmProbeIT {
     private static ExecResult helmTest() {
         return HostCommand.exec(Env.helm().toString(), "test", Sandboxd.RELEASE, "--namespace", Sandboxd.RELEASE_NAMESPACE,
                 "--kubeconfig", TestCluster.kubeconfig().toString(), "--logs", "--timeout", "5m");
+    }
+
+    @Test
+    void probeAndGateFailWhileIpv6LinkLocalIsOpenAndPassOnceClosed() {
+        assertEquals("closed", podNetwork("status").trim(), "a fresh make up leaves no IPv6 path");
+        TestPods control = TestPods.inFreshNamespace(k8s, "e2e-ipv6-open", Map.of("e2e", "ipv6"));
+        String waitingPod = null;
+        try {
+            podNetwork("open");
+            // The sweep itself works: from a pod created while IPv6 is open, with no policy, the node and
+            // CoreDNS answer over IPv6 link-local (this is the attack the issue found, now its positive control).
+            control.startSleeper("sweeper", Map.of("role", "sweeper"));
+            Attacks.Report open = Attacks.fromPod(control, "sweeper", List.of("--ipv6-sweep", Attacks.SWEEP_PORTS,
+                    "--sweep-also", Attacks.coreDnsIp(k8s)));
+            assertNotEquals(0, open.exitCode(), "IPv6 link-local answers while open: " + open);
+
+            ExecResult failing = helmTest();
+            assertNotEquals(0, failing.exitCode(), "helm test must fail while IPv6 is open: " + failing.stdout());
+            assertTrue(failing.stdout().contains("\"blocked\": false") && failing.stdout().contains("ipv6"),
+                    "the probe names the IPv6 channel: " + failing.stdout());
+
+            // A sandbox created now waits at its gate: the pool leader refills a deleted warm pod.
+            Set<String> before = poolPodNames();
+            k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(before.iterator().next()).withGracePeriod(0).delete();
+            waitingPod = await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofSeconds(1))
+                    .until(() -> poolPodNames().stream().filter(n -> !before.contains(n)).findFirst().orElse(null), n -> n != null);
+            String name = waitingPod;
+            await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofSeconds(1)).until(() ->
+                    k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).inContainer("isolation-gate").getLog()
+                            .contains("answered"));
+            Thread.sleep(5000);
+            Pod held = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).get();
+            assertEquals("Pending", held.getStatus().getPhase(), "the sandbox never starts while IPv6 answers");
+            System.out.println("gate of " + name + " while IPv6 is open: "
+                    + k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).inContainer("isolation-gate").getLog());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        } finally {
+            podNetwork("close");
+            control.close();
+        }
+        assertTrue(helmTest().ok(), "passes again once IPv6 is closed");
+        // Pods created while open have IPv6 in their own namespace (the CNI layer missed them); the node layer
+        // holds them now, but the pool is renewed so that every sandbox has both layers again.
+        String held = waitingPod;
+        poolPodNames().forEach(n -> k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(n).withGracePeriod(0).delete());
+        if (held != null) {
+            Sandboxd.get().awaitPodGone(held);
+        }
+        Sandboxd.get().awaitWarmPool();
+    }
+
+    private static Set<String> poolPodNames() {
+        return k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("sandboxd.io/kind", "snippet")
+                .withLabel("app.kubernetes.io/managed-by", "sandboxd").list().getItems().stream()
+                .filter(p -> p.getMetadata().getDeletionTimestamp() == null)
+                .filter(p -> List.of("warm", "reserved").contains(p.getMetadata().getLabels().get("sandboxd.io/state")))
+                .map(p -> p.getMetadata().getName()).collect(Collectors.toCollection(TreeSet::new));
+    }
+
+    private static String podNetwork(String action) {
+        return HostCommand.run("bash", Env.repo().resolve("tests-e2e/cluster/pod-network.sh").toString(), action);
     }
 }

@@ -30,6 +30,16 @@ public final class Env {
     public static final String PRIVATE_10 = "10.123.45.10";
     public static final String PRIVATE_172 = "172.30.45.10";
     public static final String PRIVATE_192 = "192.168.45.10";
+    /** Ranges tool pods must not reach beyond RFC 1918 and link-local (cluster.env), one host in each. */
+    public static final String AZURE_WIRESERVER = "168.63.129.16";
+    public static final String IETF_192_0_0 = "192.0.0.10";
+    public static final String BENCHMARK_198_18 = "198.19.45.10";
+    public static final String RESERVED_240 = "240.0.0.10";
+    /** Every blocked simulated target (each answers HTTP on :80 and DNS on :53 when nothing blocks it). */
+    public static final java.util.List<String> BLOCKED_TARGETS = java.util.List.of(METADATA_TARGET, PRIVATE_10, PRIVATE_172,
+            PRIVATE_192, AZURE_WIRESERVER, IETF_192_0_0, BENCHMARK_198_18, RESERVED_240);
+    /** The cluster DNS Service (kubelet clusterDNS, chart value networkPolicy.dns.serviceIP). */
+    public static final String CLUSTER_DNS = "10.96.0.10";
     /** A documentation address routed only through the uplink: the guard must stop it. */
     public static final String OFF_MACHINE = "198.51.100.7";
     public static final String PYTHON_IMAGE = "sandboxd.local/python:dev";

@@ -1,0 +1,245 @@
+package io.sandboxd.e2e.api;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.Sysctl;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.sandboxd.e2e.support.Attacks;
+import io.sandboxd.e2e.support.Attacks.Report;
+import io.sandboxd.e2e.support.Env;
+import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.TestPods;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Isolation on every channel, attacked from inside real snippet and tool sandboxes that sandboxd created: UDP and
+ * TCP DNS straight at the resolver's addresses (not through resolv.conf), ICMP, the node's API server and kubelet,
+ * sandboxd, other sandboxes, every blocked range, and the IPv6 link-local sweep an attacker runs (an ARP sweep, then
+ * EUI-64). Only silence counts as blocked: a refusal or an ICMP error proves packets flow. Every target is first
+ * shown to answer, on the same channel, from a control pod that no sandbox policy covers.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class ChannelsIT {
+    private static final Pattern GATE_CLOSED = Pattern.compile("isolation gate: closed after ([0-9.]+)s \\((\\d+) round");
+    private static Sandboxd sandboxd;
+    private static TestPods control;
+    private static String nodeIp;
+    private static String coreDns;
+    private static List<String> sandboxdIps;
+
+    @BeforeAll
+    static void install() {
+        sandboxd = Sandboxd.get();
+        KubernetesClient k8s = sandboxd.k8s();
+        // A client namespace, so the control may call sandboxd too; its pod may ping (a safe, namespaced sysctl),
+        // or the ICMP positive control could not fail.
+        control = TestPods.inFreshNamespace(k8s, "e2e-channels-control", Map.of("e2e", "control", "sandboxd.io/client", "true"));
+        control.startSleeper("control", Map.of("role", "control"), ChannelsIT::mayPing);
+        nodeIp = Attacks.nodeIp(k8s);
+        coreDns = Attacks.coreDnsIp(k8s);
+        sandboxdIps = Attacks.sandboxdIps(k8s);
+    }
+
+    @AfterAll
+    static void cleanUp() {
+        control.close();
+    }
+
+    @Test
+    @Order(1)
+    void everyTargetAnswersTheControlOnEveryChannel() {
+        List<String> args = new ArrayList<>(Attacks.args(
+                "--open", "udp-dns:" + Env.CLUSTER_DNS + ":53", "--open", "tcp-dns:" + Env.CLUSTER_DNS + ":53",
+                "--open", "udp-dns:" + coreDns + ":53", "--open", "tcp:" + coreDns + ":8181",
+                "--open", "udp-dns:" + Env.PUBLIC_TARGET + ":53", "--open", "tcp-dns:" + Env.PUBLIC_TARGET + ":53",
+                "--open", "tcp:" + Env.PUBLIC_TARGET + ":80",
+                "--open", "icmp:" + Env.PUBLIC_TARGET, "--open", "icmp:gateway", "--open", "icmp:" + coreDns,
+                "--open", "tcp:" + nodeIp + ":6443", "--open", "tcp:" + nodeIp + ":10250", "--open", "tcp:gateway:10250"));
+        for (String ip : sandboxdIps) {
+            args.addAll(List.of("--open", "tcp:" + ip + ":8080"));
+        }
+        for (String target : Env.BLOCKED_TARGETS) {
+            args.addAll(List.of("--open", "tcp:" + target + ":80", "--open", "udp-dns:" + target + ":53"));
+        }
+        Report r = Attacks.fromPod(control, "control", args);
+        assertTrue(r.allAsExpected(), "positive control: every target answers when nothing blocks it: " + r);
+    }
+
+    @Test
+    @Order(2)
+    void aSnippetGetsNoAnswerOnAnyChannel() {
+        List<String> args = new ArrayList<>(Attacks.args(
+                "--closed", "udp-dns:" + Env.CLUSTER_DNS + ":53", "--closed", "tcp-dns:" + Env.CLUSTER_DNS + ":53",
+                "--closed", "udp-dns:" + coreDns + ":53", "--closed", "tcp-dns:" + coreDns + ":53",
+                "--closed", "tcp:" + coreDns + ":8181",
+                "--closed", "udp-dns:" + Env.PUBLIC_TARGET + ":53", "--closed", "tcp:" + Env.PUBLIC_TARGET + ":80",
+                "--closed", "icmp:" + Env.PUBLIC_TARGET, "--closed", "icmp:gateway", "--closed", "icmp:" + coreDns,
+                "--closed", "tcp:" + nodeIp + ":6443", "--closed", "tcp:" + nodeIp + ":10250",
+                "--closed", "tcp:gateway:10250", "--closed", "tcp:10.96.0.1:443",
+                "--dns", "kubernetes.default.svc.cluster.local", "--dns", Env.PUBLIC_TARGET_NAME));
+        for (String ip : sandboxdIps) {
+            args.addAll(List.of("--closed", "tcp:" + ip + ":8080"));
+        }
+        for (String target : Env.BLOCKED_TARGETS) {
+            args.addAll(List.of("--closed", "tcp:" + target + ":80", "--closed", "udp-dns:" + target + ":53"));
+        }
+        List<String> sandboxes = Attacks.snippetIps(sandboxd.k8s());
+        assertTrue(sandboxes.size() >= 2, "at least one other sandbox to attack: " + sandboxes);
+        sandboxes.forEach(ip -> args.addAll(List.of("--closed-unless-self", "tcp:" + ip + ":8080")));
+        Report r = Attacks.fromSnippet(sandboxd, args);
+        assertTrue(r.allAsExpected(), "a snippet reaches nothing, on no channel: " + r);
+        assertFalse(r.lines("closed-unless-self tcp:").isEmpty(), "another sandbox was attacked: " + r);
+        for (String icmp : r.lines("closed icmp:")) {
+            assertTrue(icmp.contains("could not send") || icmp.contains("sent, no reply"), icmp);
+        }
+    }
+
+    @Test
+    @Order(3)
+    void aSnippetsIpv6LinkLocalSweepFindsItsNeighboursAndNothingAnswers() {
+        List<String> args = new ArrayList<>(Attacks.args("--ipv6-sweep", Attacks.SWEEP_PORTS, "--sweep-also", coreDns));
+        for (String ip : sandboxdIps) {
+            args.addAll(List.of("--sweep-also", ip));
+        }
+        Attacks.snippetIps(sandboxd.k8s()).forEach(ip -> args.addAll(List.of("--sweep-also", ip)));
+        Report r = Attacks.fromSnippet(sandboxd, args);
+        assertTrue(r.allAsExpected(), "no IPv6 link-local answer from any neighbour: " + r);
+        String sweep = r.lines("\"ipv6-sweep\"").getFirst();
+        // The attacker's discovery works (ARP is never filtered): the sweep really aimed at the node, CoreDNS and
+        // sandboxd, so its silence means the IPv6 path is closed, not that it had nothing to attack.
+        assertTrue(sweep.contains(coreDns) && sweep.contains(sandboxdIps.getFirst()), "ARP found the targets: " + sweep);
+        assertTrue(r.lines("ipv6 ").size() > 10, "IPv6 attempts made: " + r);
+    }
+
+    @Test
+    @Order(4)
+    void aToolReachesThePublicInternetAndClusterDnsOnly() {
+        List<String> args = new ArrayList<>(Attacks.args(
+                "--open", "tcp:" + Env.PUBLIC_TARGET + ":80", "--open", "udp-dns:" + Env.CLUSTER_DNS + ":53",
+                "--dns-allowed", Env.PUBLIC_TARGET_NAME,
+                // DNS only through cluster DNS: a resolver of its own would be a channel nobody sees.
+                "--closed", "udp-dns:" + Env.PUBLIC_TARGET + ":53", "--closed", "tcp-dns:" + Env.PUBLIC_TARGET + ":53",
+                "--closed", "tcp:" + coreDns + ":8181", "--closed", "icmp:" + Env.PUBLIC_TARGET,
+                "--closed", "tcp:" + nodeIp + ":6443", "--closed", "tcp:" + nodeIp + ":10250", "--closed", "tcp:gateway:10250",
+                "--ipv6-sweep", Attacks.SWEEP_PORTS, "--sweep-also", coreDns));
+        for (String ip : sandboxdIps) {
+            args.addAll(List.of("--closed", "tcp:" + ip + ":8080"));
+        }
+        for (String target : Env.BLOCKED_TARGETS) {
+            args.addAll(List.of("--closed", "tcp:" + target + ":80", "--closed", "udp-dns:" + target + ":53"));
+        }
+        Report r = Attacks.fromTool(sandboxd, args);
+        assertTrue(r.allAsExpected(), "a tool reaches the public internet through cluster DNS only: " + r);
+    }
+
+    @Test
+    @Order(5)
+    void icmpIsDroppedByThePolicyEvenFromAPodThatMayPing() {
+        // A snippet cannot even open a ping socket. This shows the second layer: a pod with a warm pool pod's own spec
+        // and policies, that may ping, still gets no echo back; the control pod (same sysctl, no policy) does.
+        KubernetesClient k8s = sandboxd.k8s();
+        Pod template = poolPods().getFirst();
+        Pod pod = mayPing(new PodBuilder().withNewMetadata().withName("e2e-icmp-snippet")
+                .withNamespace(Sandboxd.SANDBOX_NAMESPACE)
+                // Not managed by sandboxd, so the pool never adopts it; the snippet policy selects it by kind.
+                .withLabels(Map.of("sandboxd.io/kind", "snippet", "app.kubernetes.io/managed-by", "e2e"))
+                .endMetadata().withSpec(template.getSpec())).build();
+        pod.getSpec().setNodeName(null);
+        KubernetesClient asSandboxd = impersonateSandboxd();
+        asSandboxd.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(pod).create();
+        try {
+            k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName("e2e-icmp-snippet").waitUntilReady(120, TimeUnit.SECONDS);
+            String other = Attacks.snippetIps(k8s).stream()
+                    .filter(ip -> !ip.equals(k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName("e2e-icmp-snippet").get()
+                            .getStatus().getPodIP())).findFirst().orElseThrow();
+            List<String> targets = List.of(Env.PUBLIC_TARGET, "gateway", coreDns, nodeIp);
+            List<String> closed = new ArrayList<>(List.of("--closed", "icmp:" + other));
+            List<String> open = new ArrayList<>();
+            for (String t : targets) {
+                closed.addAll(List.of("--closed", "icmp:" + t));
+                open.addAll(List.of("--open", "icmp:" + t));
+            }
+            // (Another sandbox is not among the controls: its own ingress policy drops every ping, whoever sends it.)
+            Report controlPings = Attacks.fromPod(control, "control", open);
+            assertTrue(controlPings.allAsExpected(), "positive control pings every target: " + controlPings);
+            io.sandboxd.e2e.support.ExecResult exec = execIn(k8s, "e2e-icmp-snippet", closed);
+            assertEquals(0, exec.exitCode(), "no echo comes back through the snippet policy: " + exec.stdout());
+            assertFalse(exec.stdout().contains("could not send"), "the pings were really sent: " + exec.stdout());
+        } finally {
+            k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName("e2e-icmp-snippet").withGracePeriod(0).delete();
+        }
+    }
+
+    @Test
+    @Order(6)
+    void everyPoolPodPassedAFailClosedGateAndItsCostIsReported() {
+        List<Double> seconds = new ArrayList<>();
+        List<Integer> rounds = new ArrayList<>();
+        for (Pod pod : poolPods()) {
+            String log = sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(pod.getMetadata().getName())
+                    .inContainer("isolation-gate").getLog();
+            Matcher m = GATE_CLOSED.matcher(log);
+            assertTrue(m.find(), "the gate of " + pod.getMetadata().getName() + " passed only once closed: " + log);
+            assertTrue(log.contains("--ipv6-link-local") || log.contains("ff02::1"), "IPv6 link-local was checked: " + log);
+            seconds.add(Double.parseDouble(m.group(1)));
+            rounds.add(Integer.parseInt(m.group(2)));
+        }
+        assertFalse(seconds.isEmpty(), "warm pool pods to read");
+        seconds.sort(Double::compare);
+        System.out.printf("isolation gate cost per pod start (n=%d): min %.2f s, median %.2f s, max %.2f s; rounds %s%n",
+                seconds.size(), seconds.getFirst(), seconds.get(seconds.size() / 2), seconds.getLast(), rounds);
+    }
+
+    /** The pool's pods, warm or reserved by a replica. */
+    private static List<Pod> poolPods() {
+        return sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("app.kubernetes.io/managed-by", "sandboxd")
+                .withLabelIn("sandboxd.io/state", "warm", "reserved").list().getItems().stream()
+                .filter(p -> p.getMetadata().getDeletionTimestamp() == null).toList();
+    }
+
+    private static PodBuilder mayPing(PodBuilder b) {
+        return b.editSpec().editOrNewSecurityContext()
+                .withSysctls(new Sysctl("net.ipv4.ping_group_range", "0 2147483647"))
+                .endSecurityContext().endSpec();
+    }
+
+    private static KubernetesClient impersonateSandboxd() {
+        return new KubernetesClientBuilder().withConfig(new ConfigBuilder(Config.autoConfigure(null))
+                .withImpersonateUsername("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":sandboxd")
+                .withImpersonateGroups("system:serviceaccounts", "system:serviceaccounts:" + Sandboxd.RELEASE_NAMESPACE,
+                        "system:authenticated")
+                .build()).build();
+    }
+
+    private static io.sandboxd.e2e.support.ExecResult execIn(KubernetesClient k8s, String pod, List<String> args) {
+        List<String> command = new ArrayList<>(List.of("python3", Attacks.PROBE));
+        command.addAll(args);
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        try (var watch = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(pod).inContainer("executor")
+                .writingOutput(out).writingError(out).exec(command.toArray(String[]::new))) {
+            int code = watch.exitCode().get(120, TimeUnit.SECONDS);
+            return new io.sandboxd.e2e.support.ExecResult(code, out.toString(), "");
+        } catch (Exception e) {
+            throw new IllegalStateException("exec in " + pod + " failed: " + e, e);
+        }
+    }
+}

@@ -1,0 +1,103 @@
+"""Keeps an in-pod server answering only sandboxd, and its container log its own.
+
+One copy ships in each in-pod package (sandbox_executor/podguard.py, crusoe_adk/podguard.py): each
+package goes alone into its own image, so neither may import the other; a test keeps the copies
+identical. Standard library only.
+
+The per-pod secret. sandboxd writes a fresh random secret into every sandbox pod it creates (env
+SANDBOXD_POD_TOKEN, main container only) and presents it as `Authorization: Bearer <secret>` on
+every request other than GET /healthz. NetworkPolicy admits only sandboxd to port 8080, but traffic
+from the node, and so from any hostNetwork pod of any namespace, always passes: the server itself
+must refuse everybody else. `take_token` reads the secret once, at start, and removes it before any
+untrusted code can run: from os.environ (so no child inherits it) and from the C environment block,
+whose bytes /proc/<pid>/environ shows and which unsetenv() alone leaves in place (overwritten).
+
+Non-dumpable. Untrusted code runs as the same uid as the server (PID 1 of the pod), which holds the
+container's stdout and stderr, i.e. the pod log. Same uid is enough to open /proc/1/fd/1 and write
+forged lines into that log, to read /proc/1/environ or /proc/1/mem, to ptrace PID 1 or take one of
+its descriptors with pidfd_getfd(). Once a process is non-dumpable its /proc entries belong to root
+and ptrace-mode access to it needs CAP_SYS_PTRACE, which no sandbox pod has: all of those fail with
+EACCES or EPERM. Only the caller's own flag can be changed, so untrusted code cannot set it back on
+the server; the flag is inherited across fork() and reset by execve(), so a program the server execs
+(the snippet interpreter) is an ordinary process again.
+"""
+import ctypes
+import hmac
+import os
+
+TOKEN_ENV = "SANDBOXD_POD_TOKEN"
+# sandboxd sends 256 random bits as 43 URL-safe base64 characters; refuse anything much weaker.
+MIN_TOKEN_CHARS = 32
+UNAUTHORIZED = "unauthorized: this endpoint answers only sandboxd"
+OPEN_PATHS = ("/healthz",)
+
+PR_GET_DUMPABLE = 3
+PR_SET_DUMPABLE = 4
+
+
+class PodToken:
+    """The pod's secret, compared in constant time."""
+
+    def __init__(self, secret):
+        self._secret = secret.encode("utf-8", "surrogateescape")
+
+    def accepts(self, authorization):
+        """Whether an Authorization header value is `Bearer <this pod's secret>`."""
+        scheme, _, presented = (authorization or "").strip().partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        try:
+            presented = presented.strip().encode("ascii")
+        except UnicodeEncodeError:
+            return False
+        return hmac.compare_digest(presented, self._secret)
+
+    def __repr__(self):
+        return "PodToken(***)"
+
+
+def needs_token(path):
+    """Every path but /healthz (the kubelet's readiness probe and sandboxd's reachability probe)."""
+    return path.split("?", 1)[0] not in OPEN_PATHS
+
+
+def take_token(program):
+    """The pod's secret, removed from this process's environment; SystemExit when absent (fail closed)."""
+    value = os.environ.get(TOKEN_ENV, "")
+    entries = c_environment_entries(TOKEN_ENV)
+    os.environ.pop(TOKEN_ENV, None)  # also unsetenv(): os.environ is posix.environ, children get none
+    # unsetenv() only drops the pointers: /proc/<pid>/environ still shows the bytes of the block the
+    # process was started with. Overwrite them (glibc never frees environment strings).
+    for address, length in entries:
+        ctypes.memset(address, 0, length)
+    if len(value) < MIN_TOKEN_CHARS:
+        raise SystemExit(f"{program}: {TOKEN_ENV} is not set (or shorter than {MIN_TOKEN_CHARS} "
+                         f"characters); sandboxd sets it on every pod it creates. Refusing to serve "
+                         f"without it.")
+    return PodToken(value)
+
+
+def c_environment_entries(name):
+    """[(address, length)] of every `name=...` string in the C environment (libc's `environ`)."""
+    prefix = name.encode() + b"="
+    try:
+        environ = ctypes.POINTER(ctypes.c_void_p).in_dll(ctypes.CDLL(None), "environ")
+    except (OSError, ValueError):
+        return []
+    entries = []
+    index = 0
+    while environ[index]:
+        entry = ctypes.string_at(environ[index])
+        if entry.startswith(prefix):
+            entries.append((environ[index], len(entry)))
+        index += 1
+    return entries
+
+
+def make_undumpable(program):
+    """prctl(PR_SET_DUMPABLE, 0) on this process; SystemExit if that does not hold (fail closed)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise SystemExit(f"{program}: prctl(PR_SET_DUMPABLE, 0) failed: "
+                         f"{os.strerror(ctypes.get_errno())}. Refusing to serve: untrusted code of the "
+                         f"same uid could write into the container log and read this process.")
