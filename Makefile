@@ -11,7 +11,7 @@ CLUSTER := tests-e2e/cluster
 KUBECONFIG_LOCAL := /var/lib/sandboxd-cluster/admin.kubeconfig
 MVN := mvn -B -ntp -Dstyle.color=never
 
-.PHONY: help build unit-test packages cluster-bins images cluster-up cluster-down cluster-status up reload down e2e test bench
+.PHONY: help build unit-test adk-test packages cluster-bins images cluster-up cluster-down cluster-status up reload down e2e test bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -19,9 +19,13 @@ help: ## list targets
 build: ## compile the service (jar + libs) without running tests
 	$(MVN) -pl service -am -DskipTests package
 
-unit-test: ## unit tests: service, policies + chart, toolrunner
+unit-test: ## unit tests: service, policies + chart, toolrunner, toolrunner with Google ADK
 	$(MVN) -pl service,policies -am install
 	cd toolrunner && python3 -m pytest -q
+	$(MAKE) --no-print-directory adk-test
+
+adk-test: ## tool relocation with a real Google ADK agent (its venv: /var/cache/sandboxd/adk-venv, made once)
+	adk_python=$$(bash toolrunner/adk-venv.sh) && cd toolrunner/tests_adk && "$$adk_python" -m pytest -q
 
 packages: ## install the Debian packages the cluster needs (idempotent)
 	bash $(CLUSTER)/install-packages.sh

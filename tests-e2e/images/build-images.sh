@@ -107,7 +107,18 @@ derive python-base snippet-sandbox "$stage/snippet" --config.env PYTHONPATH=/opt
 
 # --- test agent image with crusoe_adk.toolrunner and sample tools, and one without it -------------
 mkdir -p "$stage/agent/opt/agent" "$stage/agent-bare/opt/agent"
-cp -r "$repo/toolrunner/crusoe_adk" "$repo/toolrunner/crusoe_core" "$stage/agent/opt/agent/"
+# The client and the tool runner installed as an agent image installs them: the package of
+# toolrunner/pyproject.toml (standard library only), put into the image's site directory by the host's
+# pip (the image has python3 but no pip). Built from a copy, so no build/ lands in the working tree;
+# without build isolation when the host has setuptools and wheel (offline), else pip gets setuptools.
+image_python=$(tar -tf "$rootfs_tar" | grep -E '^\./usr/lib/python3\.[0-9]+/$' | grep -oE '3\.[0-9]+')
+pkg_src=$stage/crusoe-adk-src; mkdir -p "$pkg_src"
+cp -r "$repo/toolrunner/pyproject.toml" "$repo/toolrunner/README.md" "$repo/toolrunner/crusoe_adk" "$repo/toolrunner/crusoe_core" "$pkg_src/"
+find "$pkg_src" -name __pycache__ -prune -exec rm -rf {} +
+isolation=$(python3 -c 'import setuptools, wheel' 2>/dev/null && echo --no-build-isolation || true)
+PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check --no-deps --no-compile $isolation \
+  --target "$stage/agent/usr/local/lib/python$image_python/dist-packages" "$pkg_src"
+rm -f "$stage"/agent/usr/local/lib/python*/dist-packages/*.dist-info/direct_url.json  # names the build's temp dir
 cp "$repo/toolrunner/sample_agent/agent.py" "$stage/agent/opt/agent/"
 # The escape probe too: the e2e suite attacks from inside tool pods with it (a hostile tool could carry anything).
 mkdir -p "$stage/agent/opt/sandboxd/probe" && cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/channels.py" "$stage/agent/opt/sandboxd/probe/"
