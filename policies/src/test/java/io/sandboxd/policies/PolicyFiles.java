@@ -55,9 +55,7 @@ public final class PolicyFiles {
             "allowedCreators", SANDBOXD_USER + "," + PROBE_USER,
             "allowedVolumeTypes", "emptyDir",
             "isolationGateImage", SNIPPET_IMAGE,
-            "allowedPriorityClasses", "",
-            "sandboxUidMin", "1000000",
-            "sandboxUidMax", "1999999"));
+            "allowedPriorityClasses", ""));
   }
 
   public static List<Path> yamlFiles(Path dir) {

@@ -17,7 +17,6 @@ import io.sandboxd.run.ToolCaller;
  * @param tool     tool settings (timeouts, body cap)
  * @param metrics  meters
  * @param inFlight calls under way
- * @param bodies   how request bodies are read (caps, token bound, the replica's body budget)
  */
 public record ApiComponents(ProjectAuthenticator auth,
                             SnippetRunner snippets,
@@ -26,6 +25,5 @@ public record ApiComponents(ProjectAuthenticator auth,
                             SnippetSettings snippet,
                             ToolSettings tool,
                             ApiMetrics metrics,
-                            InFlightRequests inFlight,
-                            RequestBodies bodies) {
+                            InFlightRequests inFlight) {
 }

@@ -7,9 +7,8 @@ import io.helidon.webserver.http.RoutingRequest;
 import io.helidon.webserver.http.RoutingResponse;
 
 /**
- * Gives every request sandboxd's own id ({@link RequestId}): on the response as {@code X-Request-Id} (set before the
- * route runs, so error responses carry it too) and in the logging MDC while the request is handled, with the caller's
- * own id beside it.
+ * Puts {@code X-Request-Id} on every response (set before the route runs, so error responses carry it too) and the
+ * id in the logging MDC while the request is handled.
  */
 public final class RequestIdFilter implements Filter {
 
@@ -19,14 +18,10 @@ public final class RequestIdFilter implements Filter {
         req.context().register(id);
         res.header(RequestId.HEADER, id.value());
         HelidonMdc.set(RequestId.MDC_KEY, id.value());
-        if (id.caller() != null) {
-            HelidonMdc.set(RequestId.CALLER_MDC_KEY, id.caller());
-        }
         try {
             chain.proceed();
         } finally {
             HelidonMdc.remove(RequestId.MDC_KEY);
-            HelidonMdc.remove(RequestId.CALLER_MDC_KEY);
         }
     }
 }

@@ -9,9 +9,7 @@ public record SandboxConfig(String namespace,
                             SnippetSettings snippet,
                             ToolSettings tool,
                             SecuritySettings security,
-                            TokenSettings tokens,
-                            ProjectLimitSettings projectLimits,
-                            RequestBodySettings requestBodies) {
+                            TokenSettings tokens) {
 
     /**
      * Reads the {@code sandbox} node.
@@ -25,9 +23,7 @@ public record SandboxConfig(String namespace,
                 SnippetSettings.from(sandbox.get("snippet")),
                 ToolSettings.from(sandbox.get("tool")),
                 SecuritySettings.from(sandbox.get("security")),
-                TokenSettings.from(sandbox.get("tokens")),
-                ProjectLimitSettings.from(sandbox.get("limits").get("perProject")),
-                RequestBodySettings.from(sandbox.get("requestBodies")));
+                TokenSettings.from(sandbox.get("tokens")));
         config.validate();
         return config;
     }
@@ -49,11 +45,6 @@ public record SandboxConfig(String namespace,
         require(tool.maxResponseBytes() >= 1024, "sandbox.tool.maxResponseBytes must be at least 1024");
         require(s.maxRequestBytes() >= 1024, "sandbox.snippet.maxRequestBytes must be at least 1024");
         require(!tokens.audience().isBlank(), "sandbox.tokens.audience must not be empty");
-        requestBodies.validate();
-        require(s.sessionMaxLifetimeSeconds() >= 1, "sandbox.snippet.sessionMaxLifetimeSeconds must be at least 1");
-        ProjectLimitSettings p = projectLimits;
-        require(p.executeInFlight() >= 0 && p.sessionRunsInFlight() >= 0 && p.callInFlight() >= 0
-                        && p.sessions() >= 0, "sandbox.limits.perProject.* must be 0 (no limit) or more");
     }
 
     private static void require(boolean condition, String message) {

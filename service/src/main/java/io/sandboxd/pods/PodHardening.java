@@ -28,12 +28,13 @@ import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeBuilder;
 
 /**
- * The hardening every sandbox pod shares (snippet and tool): non-root, as a uid and gid of its own
- * ({@link SandboxUids}), seccomp, no capabilities, no privilege escalation, read-only root. The admission policies
- * reject any sandbox pod that lacks one of these.
+ * The hardening every sandbox pod shares (snippet and tool): non-root 65532, seccomp, no capabilities, no privilege
+ * escalation, read-only root. The admission policies reject any sandbox pod that lacks one of these.
  */
 final class PodHardening {
 
+    /** uid and gid of every sandbox pod. */
+    static final long SANDBOX_UID = 65532L;
     /** Port of the in-pod HTTP server (executor or tool runner). */
     static final int POD_PORT = 8080;
 
@@ -44,10 +45,9 @@ final class PodHardening {
      * Applies the pod-level rules every sandbox pod shares: one use, no service-account token, no service
      * links, no host namespaces, no grace period, the pod security context and the optional runtime class.
      *
-     * @param uid the pod's own uid, also its gid and fsGroup (emptyDirs belong to that group)
      * @return the pod, hardened
      */
-    static Pod hardenPod(Pod pod, SecuritySettings security, long uid) {
+    static Pod hardenPod(Pod pod, SecuritySettings security) {
         PodSpec spec = pod.getSpec();
         spec.setRestartPolicy("Never");
         spec.setAutomountServiceAccountToken(false);
@@ -57,25 +57,25 @@ final class PodHardening {
         spec.setHostIPC(false);
         spec.setTerminationGracePeriodSeconds(0L);
         spec.setRuntimeClassName(security.runtimeClassName().isBlank() ? null : security.runtimeClassName());
-        spec.setSecurityContext(podSecurityContext(security, uid));
+        spec.setSecurityContext(podSecurityContext(security));
         return pod;
     }
 
-    static PodSecurityContext podSecurityContext(SecuritySettings security, long uid) {
+    static PodSecurityContext podSecurityContext(SecuritySettings security) {
         return new PodSecurityContextBuilder()
-                .withRunAsUser(uid)
-                .withRunAsGroup(uid)
+                .withRunAsUser(SANDBOX_UID)
+                .withRunAsGroup(SANDBOX_UID)
                 .withRunAsNonRoot(true)
-                .withFsGroup(uid)
+                .withFsGroup(SANDBOX_UID)
                 .withSeccompProfile(seccomp(security))
                 .build();
     }
 
-    static SecurityContext containerSecurityContext(SecuritySettings security, long uid) {
+    static SecurityContext containerSecurityContext(SecuritySettings security) {
         Capabilities dropAll = new CapabilitiesBuilder().withDrop("ALL").build();
         return new SecurityContextBuilder()
-                .withRunAsUser(uid)
-                .withRunAsGroup(uid)
+                .withRunAsUser(SANDBOX_UID)
+                .withRunAsGroup(SANDBOX_UID)
                 .withRunAsNonRoot(true)
                 .withPrivileged(false)
                 .withAllowPrivilegeEscalation(false)
@@ -136,10 +136,9 @@ final class PodHardening {
      * @param platformImage the snippet image, which carries the gate
      * @param dnsName       a name cluster DNS must resolve first (tool pods), or {@code null} (snippets, which must
      *                      get no answer from cluster DNS at all)
-     * @param uid           the pod's own uid
      */
     static Container isolationGate(String platformImage, SecuritySettings security, ResourceRequirements resources,
-                                   String dnsName, long uid) {
+                                   String dnsName) {
         List<String> command = new ArrayList<>(List.of("python3", ISOLATION_GATE));
         command.addAll(security.isolationGate().arguments(dnsName));
         return new ContainerBuilder()
@@ -148,7 +147,7 @@ final class PodHardening {
                 .withImagePullPolicy("IfNotPresent")
                 .withCommand(command)
                 .withResources(resources)
-                .withSecurityContext(containerSecurityContext(security, uid))
+                .withSecurityContext(containerSecurityContext(security))
                 .build();
     }
 
