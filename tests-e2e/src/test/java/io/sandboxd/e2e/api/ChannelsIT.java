@@ -74,12 +74,7 @@ class ChannelsIT {
                 "--open", "tcp:" + Env.PUBLIC_TARGET + ":80",
                 "--open", "icmp:" + Env.PUBLIC_TARGET, "--open", "icmp:gateway", "--open", "icmp:" + coreDns,
                 "--open", "tcp:" + nodeIp + ":6443", "--open", "tcp:" + nodeIp + ":10250", "--open", "tcp:gateway:10250"));
-        for (String ip : sandboxdIps) {
-            args.addAll(List.of("--open", "tcp:" + ip + ":8080"));
-        }
-        for (String target : Env.BLOCKED_TARGETS) {
-            args.addAll(List.of("--open", "tcp:" + target + ":80", "--open", "udp-dns:" + target + ":53"));
-        }
+        args.addAll(sandboxdAndBlockedTargets("--open"));
         Report r = Attacks.fromPod(control, "control", args);
         assertTrue(r.allAsExpected(), "positive control: every target answers when nothing blocks it: " + r);
     }
@@ -96,12 +91,7 @@ class ChannelsIT {
                 "--closed", "tcp:" + nodeIp + ":6443", "--closed", "tcp:" + nodeIp + ":10250",
                 "--closed", "tcp:gateway:10250", "--closed", "tcp:10.96.0.1:443",
                 "--dns", "kubernetes.default.svc.cluster.local", "--dns", Env.PUBLIC_TARGET_NAME));
-        for (String ip : sandboxdIps) {
-            args.addAll(List.of("--closed", "tcp:" + ip + ":8080"));
-        }
-        for (String target : Env.BLOCKED_TARGETS) {
-            args.addAll(List.of("--closed", "tcp:" + target + ":80", "--closed", "udp-dns:" + target + ":53"));
-        }
+        args.addAll(sandboxdAndBlockedTargets("--closed"));
         List<String> sandboxes = Attacks.snippetIps(sandboxd.k8s());
         assertTrue(sandboxes.size() >= 2, "at least one other sandbox to attack: " + sandboxes);
         sandboxes.forEach(ip -> args.addAll(List.of("--closed-unless-self", "tcp:" + ip + ":8080")));
@@ -141,12 +131,7 @@ class ChannelsIT {
                 "--closed", "tcp:" + coreDns + ":8181", "--closed", "icmp:" + Env.PUBLIC_TARGET,
                 "--closed", "tcp:" + nodeIp + ":6443", "--closed", "tcp:" + nodeIp + ":10250", "--closed", "tcp:gateway:10250",
                 "--ipv6-sweep", Attacks.SWEEP_PORTS, "--sweep-also", coreDns));
-        for (String ip : sandboxdIps) {
-            args.addAll(List.of("--closed", "tcp:" + ip + ":8080"));
-        }
-        for (String target : Env.BLOCKED_TARGETS) {
-            args.addAll(List.of("--closed", "tcp:" + target + ":80", "--closed", "udp-dns:" + target + ":53"));
-        }
+        args.addAll(sandboxdAndBlockedTargets("--closed"));
         Report r = Attacks.fromTool(sandboxd, args);
         assertTrue(r.allAsExpected(), "a tool reaches the public internet through cluster DNS only: " + r);
     }
@@ -207,6 +192,18 @@ class ChannelsIT {
         seconds.sort(Double::compare);
         System.out.printf("isolation gate cost per pod start (n=%d): min %.2f s, median %.2f s, max %.2f s; rounds %s%n",
                 seconds.size(), seconds.getFirst(), seconds.get(seconds.size() / 2), seconds.getLast(), rounds);
+    }
+
+    /** FLAG (--open or --closed) for sandboxd's 8080 on every replica and for HTTP and DNS on every blocked target. */
+    private static List<String> sandboxdAndBlockedTargets(String flag) {
+        List<String> args = new ArrayList<>();
+        for (String ip : sandboxdIps) {
+            args.addAll(List.of(flag, "tcp:" + ip + ":8080"));
+        }
+        for (String target : Env.BLOCKED_TARGETS) {
+            args.addAll(List.of(flag, "tcp:" + target + ":80", flag, "udp-dns:" + target + ":53"));
+        }
+        return args;
     }
 
     /** The pool's pods, warm or reserved by a replica. */
