@@ -21,6 +21,7 @@ import urllib.request
 from crusoe_core.adapter import agent_image, internal_caller_headers
 
 from . import errors
+from .tools import seconds_from_env
 
 DEFAULT_TIMEOUT_S = 30
 TIMEOUT_RANGE_S = (1, 120)
@@ -43,16 +44,7 @@ last_call = contextvars.ContextVar("crusoe_adk_last_tool_call", default=None)
 
 def call_timeout_s():
     """TOOL_SANDBOX_TIMEOUT_S, checked against /v1/call's range (1-120)."""
-    low, high = TIMEOUT_RANGE_S
-    raw = os.environ.get("TOOL_SANDBOX_TIMEOUT_S") or str(DEFAULT_TIMEOUT_S)
-    try:
-        timeout_s = int(raw)
-    except ValueError:
-        timeout_s = None
-    if timeout_s is None or not low <= timeout_s <= high:
-        raise ValueError(f"TOOL_SANDBOX_TIMEOUT_S must be a whole number of seconds from {low} to "
-                         f"{high}, got {raw!r}")
-    return timeout_s
+    return seconds_from_env("TOOL_SANDBOX_TIMEOUT_S", DEFAULT_TIMEOUT_S, *TIMEOUT_RANGE_S)
 
 
 def sandbox_url():

@@ -57,17 +57,21 @@ def run_python(code: str) -> str:
     return format_run(reply)
 
 
+def seconds_from_env(name, default, low, high):
+    """The whole number of seconds in environment variable NAME (DEFAULT when unset), within LOW-HIGH."""
+    raw = os.environ.get(name) or str(default)
+    try:
+        seconds = int(raw)
+    except ValueError:
+        seconds = None
+    if seconds is None or not low <= seconds <= high:
+        raise ValueError(f"{name} must be a whole number of seconds from {low} to {high}, got {raw!r}")
+    return seconds
+
+
 def interpreter_timeout_s():
     """CODE_INTERPRETER_TIMEOUT_S, checked against the guide's range and the server's maximum (D5)."""
-    low, high = GUIDE_TIMEOUT_RANGE_S
-    raw = os.environ.get("CODE_INTERPRETER_TIMEOUT_S") or str(DEFAULT_TIMEOUT_S)
-    try:
-        timeout_s = int(raw)
-    except ValueError:
-        timeout_s = None
-    if timeout_s is None or not low <= timeout_s <= high:
-        raise ValueError(f"CODE_INTERPRETER_TIMEOUT_S must be a whole number of seconds from "
-                         f"{low} to {high}, got {raw!r}")
+    timeout_s = seconds_from_env("CODE_INTERPRETER_TIMEOUT_S", DEFAULT_TIMEOUT_S, *GUIDE_TIMEOUT_RANGE_S)
     raw_max = os.environ.get("SANDBOX_MAX_TIMEOUT_S") or str(DEFAULT_SERVER_MAX_TIMEOUT_S)
     try:
         server_max = int(raw_max)
