@@ -25,7 +25,9 @@ if [ ! -f "$rootfs_tar" ]; then
   debootstrap --variant=minbase --include="$base_pkgs" bookworm "$tmp" http://deb.debian.org/debian >/dev/null
   chroot "$tmp" apt-get clean
   rm -rf "$tmp"/var/lib/apt/lists/* "$tmp"/var/cache/apt/* "$tmp"/var/log/* "$tmp"/dev/* "$tmp"/proc/* "$tmp"/sys/*
-  # The sandbox user every sandbox pod runs as (runAsUser 65532).
+  # The image's default user. Sandbox pods never run as it: each runs as a uid of its own from the
+  # chart's sandboxUidRange (runAsUser, runAsGroup and fsGroup, no passwd entry); /workspace and /tmp
+  # are emptyDirs owned by that fsGroup.
   echo "sandbox:x:65532:65532:sandbox:/workspace:/usr/sbin/nologin" >> "$tmp/etc/passwd"
   echo "sandbox:x:65532:" >> "$tmp/etc/group"
   mkdir -p "$tmp/workspace" && chown 65532:65532 "$tmp/workspace"
@@ -124,11 +126,13 @@ cp "$repo/toolrunner/sample_agent/agent.py" "$stage/agent/opt/agent/"
 mkdir -p "$stage/agent/opt/sandboxd/probe" && cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/channels.py" "$stage/agent/opt/sandboxd/probe/"
 cp "$repo/toolrunner/sample_agent/agent.py" "$stage/agent-bare/opt/agent/"
 find "$stage/agent" -name __pycache__ -prune -exec rm -rf {} +
-# A VOLUME, as a hostile agent image may declare, on a directory the sandbox user owns: were the runtime
-# to honour it, every tool call would get a writable /data outside the read-only root and outside the
-# ephemeral-storage limit. The harness's containerd ignores it (ignore_image_defined_volumes);
-# ToolPodHardeningIT checks that /data stays read-only.
-mkdir -p "$stage/agent/data" && chown 65532:65532 "$stage/agent/data"
+# A VOLUME, as a hostile agent image may declare, on a directory any uid may write (tool pods run as a uid
+# of their own from sandboxUidRange): were the runtime to honour it, every tool call would get a writable
+# /data outside the read-only root and outside the ephemeral-storage limit. The harness's containerd
+# ignores it (ignore_image_defined_volumes); ToolPodHardeningIT checks that /data stays read-only. The
+# file inside also makes derive() see the directory (its key hashes files, not modes).
+mkdir -p "$stage/agent/data" && chmod 1777 "$stage/agent/data"
+echo "world-writable (1777): only the read-only root keeps a tool from writing here" > "$stage/agent/data/README"
 derive python-base agent-tools "$stage/agent" --config.env PYTHONPATH=/opt/agent --config.workingdir /opt/agent \
   --config.volume /data \
   --config.cmd python3 --config.cmd=-m --config.cmd crusoe_adk.toolrunner && export_image agent-tools sandboxd.local/agent-tools:dev
@@ -156,7 +160,11 @@ jar=$repo/service/target/sandboxd-service.jar
 mkdir -p "$stage/sandboxd/app"
 cp "$jar" "$stage/sandboxd/app/"; cp -r "$repo/service/target/libs" "$stage/sandboxd/app/"
 find "$stage/sandboxd" -exec touch -d @0 {} +
+# Heap: 70% of the container limit (measured outside the heap: ~135 MiB committed, plus up to ~45 MiB of JIT arenas
+# at peak, see service/README.md "Memory"); exit at once on OutOfMemoryError, so the kubelet restarts a clean process
+# instead of one that may have lost any thread.
 derive sandboxd-jre sandboxd "$stage/sandboxd" --config.env JAVA_HOME=/opt/java --config.workingdir /app \
-  --config.entrypoint /opt/java/bin/java --config.entrypoint=-XX:MaxRAMPercentage=75 --config.entrypoint=-jar \
+  --config.entrypoint /opt/java/bin/java --config.entrypoint=-XX:MaxRAMPercentage=70 \
+  --config.entrypoint=-XX:+ExitOnOutOfMemoryError --config.entrypoint=-jar \
   --config.entrypoint /app/sandboxd-service.jar && export_image sandboxd sandboxd.local/sandboxd:dev
 log "images ready in $out"

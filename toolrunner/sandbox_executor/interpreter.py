@@ -12,8 +12,8 @@ from . import processes
 
 ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
 HEADER = struct.Struct(">Q")
-# After a session run the interpreter has released its pipes; a background process it started may
-# still hold them, and we do not wait for that one longer than this.
+# After a session run the interpreter has released its pipes and every process the run started is
+# dead; only a copy of a pipe the interpreter kept (os.dup) could still hold one open.
 SESSION_OUTPUT_GRACE_S = 0.5
 # Once every process is dead the pipes reach end-of-file at once; this only bounds a surprise.
 DRAIN_AFTER_KILL_S = 2.0
@@ -138,6 +138,9 @@ class Interpreter:
                 self._start()
                 interpreter_lost = True
         else:
+            # The session run ended in time: the interpreter stays, with its variables; every process
+            # the run started ends with it, as in a single-use run (so none outlives its deadline).
+            processes.kill_leftovers(keep=self._process.pid)
             wait_s = SESSION_OUTPUT_GRACE_S
 
         stdout_text, stdout_truncated = stdout.collect(wait_s)

@@ -9,6 +9,9 @@ group, and fork twice so its daemon is no longer our descendant. Two measures cl
   process of its uid was started by the snippet, so all of them are killed too. Off the pod (tests,
   a developer's machine) that same sweep would kill unrelated processes of the user, so there it is
   limited to the executor's own descendants.
+
+A session keeps its interpreter between runs, so its sweeps spare that one process (`keep`): what a
+session run started dies when the run ends, the interpreter and its variables live on.
 """
 import ctypes
 import os
@@ -33,11 +36,13 @@ def kill_process_group(pgid):
         pass
 
 
-def kill_leftovers(give_up_after_s=3.0):
-    """SIGKILL every leftover process until none is left (a forking snippet may race us)."""
+def kill_leftovers(give_up_after_s=3.0, keep=None):
+    """SIGKILL every leftover process until none is left (a forking snippet may race us).
+
+    `keep`: a session's interpreter, spared (its children are not)."""
     deadline = time.monotonic() + give_up_after_s
     while True:
-        pids = leftover_pids()
+        pids = leftover_pids(keep)
         if not pids or time.monotonic() > deadline:
             break
         for pid in pids:
@@ -45,13 +50,13 @@ def kill_leftovers(give_up_after_s=3.0):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        reap_children()
+        reap_children(keep)
         time.sleep(0.01)
-    reap_children()
+    reap_children(keep)
 
 
-def leftover_pids():
-    """Live processes (zombies excluded) that belong to the snippet; never this process."""
+def leftover_pids(keep=None):
+    """Live processes (zombies excluded) that belong to the snippet; never this process, nor `keep`."""
     me = os.getpid()
     sweep_whole_uid = me == 1 and os.getuid() != 0
     children = {}
@@ -79,6 +84,7 @@ def leftover_pids():
         candidates.add(pid)
         pending.extend(children.get(pid, []))
     candidates.discard(me)
+    candidates.discard(keep)
     return candidates
 
 
@@ -95,8 +101,18 @@ def real_uid(pid):
     raise ValueError(f"no Uid line for process {pid}")
 
 
-def reap_children():
-    """Collect exit statuses of re-parented orphans. Call only when no live interpreter is a child."""
+def reap_children(keep=None):
+    """Collect exit statuses of re-parented orphans. Without `keep`, call only when no live
+    interpreter is a child; with it, every dead child but `keep` is collected (its status is its
+    Popen's to read)."""
+    if keep is not None:
+        for pid in dead_children():
+            if pid != keep:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+        return
     while True:
         try:
             pid, _status = os.waitpid(-1, os.WNOHANG)
@@ -104,3 +120,21 @@ def reap_children():
             return
         if pid == 0:
             return
+
+
+def dead_children():
+    """Zombie children of this process."""
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat_file:
+                stat = stat_file.read()
+        except OSError:
+            continue
+        state, ppid = stat[stat.rindex(b")") + 2:].split()[:2]
+        if state == b"Z" and int(ppid) == me:
+            found.append(int(name))
+    return found

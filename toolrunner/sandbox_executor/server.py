@@ -8,6 +8,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +23,9 @@ MAX_TIMEOUT_S = 24 * 3600
 # The readiness probe keeps requests away until the interpreter waits; this covers a request
 # that arrives anyway (or the moment a session interpreter is being replaced).
 READY_WAIT_S = 30
+# Between the runs of a session no process but its interpreter may live: a thread the snippet left
+# behind could start one after its run ended. Swept this often.
+SESSION_SWEEP_EVERY_S = 1.0
 
 
 class HttpError(Exception):
@@ -126,6 +130,18 @@ class Executor:
         self._session_lock = threading.Lock()
         self._has_run = False
         self._restart_notice = ""
+        if settings.session:
+            threading.Thread(target=self._sweep_between_runs, daemon=True).start()
+
+    def _sweep_between_runs(self):
+        """Kill any process but the interpreter while no session run is under way."""
+        while True:
+            time.sleep(SESSION_SWEEP_EVERY_S)
+            if self._session_lock.acquire(blocking=False):
+                try:
+                    processes.kill_leftovers(keep=self.interpreter.pid)
+                finally:
+                    self._session_lock.release()
 
     def run(self, request):
         serialise = self._session_lock if self.settings.session else contextlib.nullcontext()

@@ -248,6 +248,52 @@ def test_session_keeps_variables_and_files_and_survives_sys_exit(start_executor)
     assert files_by_path(reply) == {"f.txt": "kept"}
 
 
+def test_a_session_runs_processes_die_with_it_and_its_interpreter_lives_on(start_executor):
+    """Background processes a session run starts (children, setsid daemons, a shell's `&`) are dead
+    when its reply comes, so none outlives the run's deadline; the interpreter keeps its variables."""
+    server = start_executor(SANDBOX_SESSION="true")
+    code = """
+import os, subprocess, time
+x = 41
+print(os.getpid(), flush=True)
+print(subprocess.Popen(['sleep', '1000']).pid, flush=True)
+print(subprocess.Popen(['sleep', '1000'], start_new_session=True).pid, flush=True)
+print(subprocess.check_output(['sh', '-c', 'sleep 1000 >/dev/null 2>&1 & echo $!']).decode().strip(), flush=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        print(os.getpid(), flush=True)
+        time.sleep(1000)
+    os._exit(0)
+time.sleep(0.3)
+"""
+    status, reply = server.post("/run", {"code": code, "timeout_s": 3})
+    assert (status, reply["exit_code"]) == (200, 0), reply
+    interpreter, *started = [int(line) for line in reply["stdout"].split()]
+    assert len(started) == 4, reply
+    assert [pid for pid in started if process_alive(pid)] == [], "still running after the run"
+    assert process_alive(interpreter)
+
+    status, reply = server.post("/run", {"code": "import os\nprint(x + 1, os.getpid())", "timeout_s": 5})
+    assert (status, reply["stdout"], reply["stderr"]) == (200, f"42 {interpreter}\n", ""), reply
+
+
+def test_a_process_a_session_thread_starts_between_runs_is_killed(start_executor):
+    server = start_executor(SANDBOX_SESSION="true")
+    code = """
+import subprocess, threading, time
+def later():
+    time.sleep(0.3)
+    open('late.pid', 'w').write(str(subprocess.Popen(['sleep', '1000']).pid))
+threading.Thread(target=later, daemon=True).start()
+"""
+    assert server.post("/run", {"code": code, "timeout_s": 5})[0] == 200
+    time.sleep(2.5)  # the thread starts its process after the run; a sweep comes within a second
+    status, reply = server.post("/run", {"code": "print(open('late.pid').read())", "timeout_s": 5})
+    assert status == 200 and reply["stdout"].strip().isdigit(), reply
+    assert not process_alive(int(reply["stdout"])), "a process started between runs was left running"
+
+
 def test_session_timeout_gives_a_fresh_interpreter_and_says_so(start_executor):
     server = start_executor(SANDBOX_SESSION="true")
     server.post("/run", {"code": "x = 1\nimport subprocess\n"

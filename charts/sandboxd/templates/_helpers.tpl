@@ -131,24 +131,66 @@ Usernames allowed to create pods in the sandbox namespace (admission param allow
 {{- end }}
 
 {{/*
+The range of sandbox pod uids (sandboxUidRange), checked: sandboxd and the admission policy
+sandboxd-run-as-non-root both read it.
+*/}}
+{{- define "sandboxd.sandboxUidMin" -}}
+{{- if gt (.Values.sandboxUidRange.min | int64) (.Values.sandboxUidRange.max | int64) }}
+{{- fail "sandboxUidRange.min must not be above sandboxUidRange.max" }}
+{{- end }}
+{{- .Values.sandboxUidRange.min | int64 }}
+{{- end }}
+
+{{- define "sandboxd.sandboxUidMax" -}}
+{{- .Values.sandboxUidRange.max | int64 }}
+{{- end }}
+
+{{/*
+The uid of a helm-test probe pod of one kind ("snippet" or "tool"): from the sandbox range like
+sandboxd's pods, a different one per kind when the range allows.
+*/}}
+{{- define "sandboxd.probeUid" -}}
+{{- $min := include "sandboxd.sandboxUidMin" .ctx | int64 }}
+{{- $max := include "sandboxd.sandboxUidMax" .ctx | int64 }}
+{{- if and (eq .kind "tool") (lt $min $max) }}{{ add $min 1 }}{{ else }}{{ $min }}{{ end }}
+{{- end }}
+
+{{/*
 Pod securityContext of a sandbox pod: what sandboxd sets and the admission policies and
-PodSecurity restricted demand. Used by the helm-test probe pods, which must look exactly like
-sandboxd's.
+PodSecurity restricted demand, with the pod's uid (dict "ctx" $ "uid" UID). Used by the helm-test
+probe pods, which must look exactly like sandboxd's.
 */}}
 {{- define "sandboxd.sandboxPodSecurityContext" -}}
+{{- $ := .ctx }}
 runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-fsGroup: 65532
+runAsUser: {{ .uid }}
+runAsGroup: {{ .uid }}
+fsGroup: {{ .uid }}
 seccompProfile:
-  type: {{ .Values.seccomp.profileType }}
-  {{- if eq .Values.seccomp.profileType "Localhost" }}
-  localhostProfile: {{ include "sandboxd.localhostProfile" . }}
+  type: {{ $.Values.seccomp.profileType }}
+  {{- if eq $.Values.seccomp.profileType "Localhost" }}
+  localhostProfile: {{ include "sandboxd.localhostProfile" $ }}
   {{- end }}
 {{- end }}
 
 {{/*
-Container securityContext shared by every container this chart runs as uid 65532.
+Container securityContext of a container of a sandbox pod (dict "ctx" $ "uid" UID): as sandboxd
+writes it, with the pod's own uid.
+*/}}
+{{- define "sandboxd.sandboxContainerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+runAsUser: {{ .uid }}
+runAsGroup: {{ .uid }}
+capabilities:
+  drop:
+    - ALL
+{{- end }}
+
+{{/*
+Container securityContext shared by every container this chart runs as uid 65532: sandboxd
+itself and the helm-test probe runner (never a sandbox pod: those take a uid from sandboxUidRange).
 */}}
 {{- define "sandboxd.containerSecurityContext" -}}
 allowPrivilegeEscalation: false
@@ -179,6 +221,7 @@ sandboxd creates. The probe runner fills in the container args.
 {{- $kind := .kind }}
 {{- $limits := index $.Values $kind "limits" }}
 {{- $requests := index $.Values $kind "requests" }}
+{{- $uid := include "sandboxd.probeUid" (dict "ctx" $ "kind" $kind) }}
 apiVersion: v1
 kind: Pod
 metadata:
@@ -200,7 +243,7 @@ spec:
   runtimeClassName: {{ . }}
   {{- end }}
   securityContext:
-    {{- include "sandboxd.sandboxPodSecurityContext" $ | nindent 4 }}
+    {{- include "sandboxd.sandboxPodSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 4 }}
   initContainers:
     # The same isolation gate sandboxd puts in front of every sandbox (NetworkPolicy enforcers program
     # a new pod's rules asynchronously), best-effort here: if isolation never comes, the probe itself
@@ -210,7 +253,7 @@ spec:
       imagePullPolicy: {{ $.Values.snippet.image.pullPolicy }}
       command: {{ include "sandboxd.isolationGateCommand" (dict "ctx" $ "kind" $kind "probe" true) }}
       securityContext:
-        {{- include "sandboxd.containerSecurityContext" $ | nindent 8 }}
+        {{- include "sandboxd.sandboxContainerSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 8 }}
       resources:
         requests:
           {{- include "sandboxd.resourceList" $requests | nindent 10 }}
@@ -226,7 +269,7 @@ spec:
         - name: TMPDIR
           value: /tmp
       securityContext:
-        {{- include "sandboxd.containerSecurityContext" $ | nindent 8 }}
+        {{- include "sandboxd.sandboxContainerSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 8 }}
       resources:
         requests:
           {{- include "sandboxd.resourceList" $requests | nindent 10 }}

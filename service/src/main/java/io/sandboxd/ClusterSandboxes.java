@@ -2,6 +2,8 @@ package io.sandboxd;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.logging.Logger;
 
 import io.sandboxd.api.ApiJson;
@@ -9,8 +11,10 @@ import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
 import io.sandboxd.pods.SandboxLabels;
+import io.sandboxd.pods.SandboxUids;
 import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.pool.CreatedTotal;
 import io.sandboxd.pool.PodCache;
 import io.sandboxd.pool.PodWrites;
 import io.sandboxd.pool.PoolCounters;
@@ -19,10 +23,15 @@ import io.sandboxd.pool.PoolReconciler;
 import io.sandboxd.pool.SessionPods;
 import io.sandboxd.pool.WarmPool;
 import io.sandboxd.run.PodToolCaller;
+import io.sandboxd.run.PoolStatusSource;
 import io.sandboxd.run.PooledSnippetRunner;
+import io.sandboxd.run.ProjectLimits;
+import io.sandboxd.run.SnippetRunner;
+import io.sandboxd.run.ToolCaller;
 import io.sandboxd.sandbox.ExecutorClient;
 import io.sandboxd.sandbox.ToolRunnerClient;
 
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 
 /**
@@ -35,11 +44,13 @@ final class ClusterSandboxes implements AutoCloseable {
 
     private final PodCache snippetPods;
     private final PodCache toolPods;
+    private final CreatedTotal createdTotal;
     private final WarmPool pool;
     private final PoolReconciler reconciler;
     private final PoolLeadership leadership;
-    private final PooledSnippetRunner snippetRunner;
-    private final PodToolCaller toolCaller;
+    private final PooledSnippetRunner pooledRunner;
+    private final SnippetRunner snippetRunner;
+    private final ToolCaller toolCaller;
 
     ClusterSandboxes(KubernetesClient client, SandboxConfig config, String replicaId) {
         Clock clock = Clock.systemUTC();
@@ -50,8 +61,16 @@ final class ClusterSandboxes implements AutoCloseable {
         snippetPods = PodCache.start(client, namespace, SandboxLabels.snippetSelector());
         toolPods = PodCache.start(client, namespace, SandboxLabels.toolSelector());
         PodWrites writes = new PodWrites(client, namespace);
-        PoolCounters counters = new PoolCounters();
-        SnippetPodSpec snippetSpec = new SnippetPodSpec(namespace, snippet, config.security());
+        // GET /v1/pool is pool-wide (D8): created_total kept in a ConfigMap, in_flight from the informer cache.
+        createdTotal = CreatedTotal.inCluster(client, namespace);
+        PoolCounters counters = new PoolCounters(snippetPods, createdTotal);
+        // Each sandbox pod runs as a uid of its own, none that a live sandbox pod (of any replica) already has.
+        SandboxUids uids = SandboxUids.skipping(config.security().sandboxUids(), () -> {
+            List<Pod> live = new ArrayList<>(snippetPods.pods());
+            live.addAll(toolPods.pods());
+            return live;
+        });
+        SnippetPodSpec snippetSpec = new SnippetPodSpec(namespace, snippet, config.security(), uids);
 
         ExecutorClient executor = ExecutorClient.create(ApiJson.MAPPER,
                                                         ExecutorClient.replyCap(snippet.maxOutputBytes(),
@@ -60,22 +79,30 @@ final class ClusterSandboxes implements AutoCloseable {
                             executor::awaitReachable);
         Duration warmWait = Duration.ofSeconds(snippet.warmWaitSeconds());
         Duration longestRun = Duration.ofSeconds(snippet.maxTimeoutSeconds()).plus(ExecutorClient.DEADLINE_MARGIN);
+        PoolReconciler.Limits limits = PoolReconciler.Limits.of(snippet.poolTarget(),
+                                                                Duration.ofSeconds(snippet.maxTimeoutSeconds()),
+                                                                ExecutorClient.DEADLINE_MARGIN,
+                                                                Duration.ofSeconds(tool.readyTimeoutSeconds()),
+                                                                Duration.ofSeconds(tool.maxTimeoutSeconds()),
+                                                                Duration.ofSeconds(snippet.sessionIdleSeconds()),
+                                                                Duration.ofSeconds(snippet.sessionMaxLifetimeSeconds()));
         SessionPods sessions = new SessionPods(snippetPods, writes, snippetSpec, counters, replicaId, clock,
-                                               warmWait, longestRun.plus(warmWait));
-        snippetRunner = new PooledSnippetRunner(pool, sessions, executor, counters, snippet.poolTarget(), warmWait);
+                                               warmWait, longestRun.plus(warmWait),
+                                               new SessionPods.Bounds(config.projectLimits().sessions(),
+                                                                      limits.sessionIdleAfter(),
+                                                                      limits.sessionMaxLifetime()));
+        ProjectLimits projectLimits = new ProjectLimits(config.projectLimits());
+        pooledRunner = new PooledSnippetRunner(pool, sessions, executor, counters, snippet.poolTarget(), warmWait);
+        snippetRunner = projectLimits.snippets(pooledRunner);
 
-        toolCaller = new PodToolCaller(toolPods, writes, new ToolPodSpec(namespace, tool, config.security(), snippet.image()),
-                                       ToolRunnerClient.create(ApiJson.MAPPER, tool.maxResponseBytes()),
-                                       Duration.ofSeconds(tool.readyTimeoutSeconds()));
+        toolCaller = projectLimits.tools(new PodToolCaller(toolPods, writes,
+                                                           new ToolPodSpec(namespace, tool, config.security(),
+                                                                           snippet.image(), uids),
+                                                           ToolRunnerClient.create(ApiJson.MAPPER,
+                                                                                   tool.maxResponseBytes()),
+                                                           Duration.ofSeconds(tool.readyTimeoutSeconds())));
 
-        reconciler = new PoolReconciler(snippetPods, toolPods, writes, snippetSpec, counters,
-                                        PoolReconciler.Limits.of(snippet.poolTarget(),
-                                                                 Duration.ofSeconds(snippet.maxTimeoutSeconds()),
-                                                                 ExecutorClient.DEADLINE_MARGIN,
-                                                                 Duration.ofSeconds(tool.readyTimeoutSeconds()),
-                                                                 Duration.ofSeconds(tool.maxTimeoutSeconds()),
-                                                                 Duration.ofSeconds(snippet.sessionIdleSeconds())),
-                                        replicaId, clock);
+        reconciler = new PoolReconciler(snippetPods, toolPods, writes, snippetSpec, counters, limits, replicaId, clock);
         reconciler.start();
         pool.start();
         if (snippet.leaderElection()) {
@@ -88,12 +115,25 @@ final class ClusterSandboxes implements AutoCloseable {
         }
     }
 
-    PooledSnippetRunner snippetRunner() {
+    /**
+     * @return snippet runs, within the project's limits
+     */
+    SnippetRunner snippetRunner() {
         return snippetRunner;
     }
 
-    PodToolCaller toolCaller() {
+    /**
+     * @return tool calls, within the project's limits
+     */
+    ToolCaller toolCaller() {
         return toolCaller;
+    }
+
+    /**
+     * @return the pool status
+     */
+    PoolStatusSource poolStatus() {
+        return pooledRunner;
     }
 
     /**
@@ -110,6 +150,7 @@ final class ClusterSandboxes implements AutoCloseable {
         }
         reconciler.close();
         pool.close();
+        createdTotal.close();
         snippetPods.close();
         toolPods.close();
     }

@@ -3,6 +3,7 @@ package io.sandboxd;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
@@ -12,6 +13,7 @@ import io.sandboxd.api.ApiMetrics;
 import io.sandboxd.api.ApiRouting;
 import io.sandboxd.api.InFlightRequests;
 import io.sandboxd.api.ProjectAuthenticator;
+import io.sandboxd.api.RequestBodies;
 import io.sandboxd.config.ConfigLoader;
 import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.logging.JsonLogFormatter;
@@ -26,6 +28,7 @@ import io.helidon.health.HealthCheckResponse;
 import io.helidon.health.HealthCheckType;
 import io.helidon.logging.common.LogConfig;
 import io.helidon.webserver.WebServer;
+import io.helidon.webserver.WebServerConfig;
 import io.helidon.webserver.observe.ObserveFeature;
 import io.helidon.webserver.observe.health.HealthObserver;
 import io.helidon.webserver.observe.metrics.MetricsObserver;
@@ -61,21 +64,27 @@ public final class Main {
         ApiComponents components = new ApiComponents(new ProjectAuthenticator(verifier),
                                                      cluster.snippetRunner(),
                                                      cluster.toolCaller(),
-                                                     cluster.snippetRunner(),
+                                                     cluster.poolStatus(),
                                                      sandbox.snippet(),
                                                      sandbox.tool(),
-                                                     ApiMetrics.create(cluster.snippetRunner()),
-                                                     inFlight);
+                                                     ApiMetrics.create(cluster.poolStatus()),
+                                                     inFlight,
+                                                     RequestBodies.create(sandbox.snippet(), sandbox.tool(),
+                                                                          sandbox.requestBodies(),
+                                                                          Runtime.getRuntime().maxMemory()));
+        RequestBodies.registerMeters(components.bodies());
+        ProcessHealth health = ProcessHealth.start();
         AtomicBoolean draining = new AtomicBoolean();
-        WebServer server = WebServer.builder()
+        WebServerConfig.Builder serverConfig = WebServer.builder()
                 .config(config.get("server"))
                 .shutdownHook(false)
-                .addFeature(observe(config, () -> cluster.synced() && !draining.get()))
-                .routing(routing -> ApiRouting.register(routing, components))
-                .build()
-                .start();
+                .addFeature(observe(config, () -> cluster.synced() && !draining.get(), health::liveness))
+                .routing(routing -> ApiRouting.register(routing, components));
+        ApiRouting.configure(serverConfig, components);
+        WebServer server = serverConfig.build().start();
         LOGGER.info("sandboxd " + replicaId + " listening on port " + server.port() + "; sandbox namespace "
-                            + sandbox.namespace());
+                            + sandbox.namespace() + "; max heap " + Runtime.getRuntime().maxMemory()
+                            + " bytes, request body budget " + components.bodies().budget());
 
         Duration drainLimit = Duration.ofSeconds(Math.max(sandbox.snippet().maxTimeoutSeconds(),
                                                           sandbox.tool().readyTimeoutSeconds()
@@ -94,6 +103,7 @@ public final class Main {
                 Thread.currentThread().interrupt();
             }
             server.stop();
+            health.close();
             cluster.close();
             client.close();
             shutdownLog(Level.INFO, "stopped");
@@ -111,17 +121,33 @@ public final class Main {
     }
 
     /**
-     * Health (liveness; readiness once the pod informers have synced and while not shutting down) and metrics.
+     * Health and metrics, with a liveness check that is always up (for tests of the API).
      *
-     * @param config    root config ({@code server.features.observe} may tune it)
-     * @param ready     readiness condition
+     * @param config root config ({@code server.features.observe} may tune it)
+     * @param ready  readiness condition
      * @return the observe feature
      */
     public static ObserveFeature observe(Config config, BooleanSupplier ready) {
+        return observe(config, ready, () -> HealthCheckResponse.builder().status(true).build());
+    }
+
+    /**
+     * Health and metrics. Liveness is the process's own health ({@link ProcessHealth}), never the API server's.
+     * Readiness is up once the pod informers have synced and down while shutting down, and nothing else: load is
+     * shed per request (413, 429, 503 with {@code Retry-After}), never by taking replicas out of the Service, which
+     * under a flood that reaches every replica alike would take them all out at once (service/README.md).
+     *
+     * @param config   root config ({@code server.features.observe} may tune it)
+     * @param ready    readiness condition
+     * @param liveness liveness check
+     * @return the observe feature
+     */
+    public static ObserveFeature observe(Config config, BooleanSupplier ready,
+                                         Supplier<HealthCheckResponse> liveness) {
         HealthObserver health = HealthObserver.builder()
                 .details(true)
                 .useSystemServices(false)
-                .addCheck(() -> HealthCheckResponse.builder().status(true).build(), HealthCheckType.LIVENESS, "alive")
+                .addCheck(liveness::get, HealthCheckType.LIVENESS, "process")
                 .addCheck(() -> HealthCheckResponse.builder().status(ready.getAsBoolean())
                                   .detail("pod informers synced", ready.getAsBoolean()).build(),
                           HealthCheckType.READINESS, "pod-informers")

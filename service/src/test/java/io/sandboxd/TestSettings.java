@@ -14,7 +14,7 @@ public final class TestSettings {
     public static final SnippetSettings SNIPPET = new SnippetSettings(
             "sandboxd.local/snippet-sandbox:dev", 3, 3, 20, 60, 30,
             new ResourceSettings("1", "512Mi", "256Mi"), new ResourceSettings("50m", "64Mi", "64Mi"),
-            "64Mi", "16Mi", 1_048_576, 8_388_608, 100, 16_777_216, 256, 300, true);
+            "64Mi", "16Mi", 1_048_576, 8_388_608, 100, 16_777_216, 256, 300, 3600, true);
     public static final ToolSettings TOOL = new ToolSettings(30, 120, 110, 1_048_576, 8_388_608,
             new ResourceSettings("2", "1Gi", "512Mi"), new ResourceSettings("50m", "64Mi", "64Mi"), "64Mi");
     public static final SecuritySettings RUNTIME_DEFAULT = new SecuritySettings("RuntimeDefault", "", "", IsolationGateSettings.DEFAULTS);

@@ -60,10 +60,22 @@ class AdmissionRenderTest {
         "allowedCreators", "system:serviceaccount:cai-system:sandboxd,system:serviceaccount:cai-system:sandboxd-probe",
         "allowedVolumeTypes", "emptyDir",
         "isolationGateImage", "sandboxd.local/snippet-sandbox:dev",
-        "allowedPriorityClasses", ""),
+        "allowedPriorityClasses", "",
+        "sandboxUidMin", "1000000",
+        "sandboxUidMax", "1999999"),
         params.get("data"));
     assertEquals(PolicyFiles.defaultParams().get("data"), params.get("data"),
         "the policy tests evaluate with the params the chart renders");
+  }
+
+  @Test
+  void theUidRangeSandboxdPicksFromIsTheOneAdmissionEnforces() {
+    HelmChart.Rendered rendered = HelmChart.render(values("sandboxUidRange.min", 3000000, "sandboxUidRange.max", 3000999));
+    Map<String, Object> data = at(rendered.get("ConfigMap", "sandboxd-admission-params"), "data");
+    assertEquals("3000000", data.get("sandboxUidMin"));
+    assertEquals("3000999", data.get("sandboxUidMax"));
+    Map<String, Object> config = SandboxdConfigTest.applicationYaml(rendered);
+    assertEquals(Map.of("min", 3000000L, "max", 3000999L), at(config, "sandbox", "security", "sandboxUidRange"));
   }
 
   @Test

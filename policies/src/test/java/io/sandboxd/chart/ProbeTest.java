@@ -47,6 +47,23 @@ class ProbeTest {
   }
 
   @Test
+  void probeSandboxPodsRunAsUidsOfTheSandboxRangeOnePerKind() {
+    List<Long> uids = new ArrayList<>();
+    for (Map<String, Object> pod : probePods(HelmChart.render(values("sandboxUidRange.min", 3000000,
+        "sandboxUidRange.max", 3999999)))) {
+      Number uid = at(pod, "spec", "securityContext", "runAsUser");
+      assertEquals(uid, at(pod, "spec", "securityContext", "runAsGroup"));
+      assertEquals(uid, at(pod, "spec", "securityContext", "fsGroup"));
+      for (String containers : List.of("initContainers", "containers")) {
+        assertEquals(uid, at(pod, "spec", containers, 0, "securityContext", "runAsUser"), containers);
+        assertEquals(uid, at(pod, "spec", containers, 0, "securityContext", "runAsGroup"), containers);
+      }
+      uids.add(uid.longValue());
+    }
+    assertEquals(List.of(3000000L, 3000001L), uids, "snippet, then tool: in the range, never sandboxd's 65532");
+  }
+
+  @Test
   void probeSandboxPodsPassEveryAdmissionPolicyAsTheProbeAccount() {
     List<Map<String, Object>> pods = probePods(HelmChart.render(TARGETS));
     List<AdmissionPolicy> policies = PolicyFiles.admissionPolicies();

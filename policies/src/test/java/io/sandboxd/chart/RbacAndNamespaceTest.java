@@ -22,20 +22,33 @@ class RbacAndNamespaceTest {
   }
 
   @Test
-  void sandboxdMayManagePodsAndLeasesInTheSandboxNamespaceOnly() {
+  void sandboxdMayManagePodsAndLeasesAndItsCountersInTheSandboxNamespaceOnly() {
     Map<String, Object> role = DEFAULT.get("Role", "sandboxd");
     assertEquals("cai-sandbox", (Object) at(role, "metadata", "namespace"));
     assertEquals(List.of(
         Map.of("apiGroups", List.of(""), "resources", List.of("pods"),
             "verbs", List.of("get", "list", "watch", "create", "update", "patch", "delete")),
         Map.of("apiGroups", List.of("coordination.k8s.io"), "resources", List.of("leases"),
-            "verbs", List.of("get", "create", "update", "patch"))), role.get("rules"));
+            "verbs", List.of("get", "create", "update", "patch")),
+        // created_total of GET /v1/pool (D8): read and add to one named ConfigMap; no create, list or delete.
+        Map.of("apiGroups", List.of(""), "resources", List.of("configmaps"),
+            "resourceNames", List.of("sandboxd-pool-counters"), "verbs", List.of("get", "update"))),
+        role.get("rules"));
 
     Map<String, Object> binding = DEFAULT.get("RoleBinding", "sandboxd");
     assertEquals("cai-sandbox", (Object) at(binding, "metadata", "namespace"));
     assertEquals(Map.of("apiGroup", "rbac.authorization.k8s.io", "kind", "Role", "name", "sandboxd"), binding.get("roleRef"));
     assertEquals(List.of(Map.of("kind", "ServiceAccount", "name", "sandboxd", "namespace", "cai-system")),
         binding.get("subjects"));
+  }
+
+  @Test
+  void theChartCreatesTheCountersConfigMapWithoutTheFigureSoAnUpgradeKeepsIt() {
+    Map<String, Object> counters = DEFAULT.get("ConfigMap", "sandboxd-pool-counters");
+    assertEquals("cai-sandbox", (Object) at(counters, "metadata", "namespace"));
+    // Helm's three-way merge leaves a key alone that no manifest names: sandboxd's created_total survives upgrades.
+    assertEquals(null, counters.get("data"));
+    assertEquals(null, counters.get("binaryData"));
   }
 
   @Test

@@ -29,8 +29,10 @@ class SandboxdConfigTest {
           workdirSizeLimit: 64Mi
           maxOutputBytes: 1048576
           maxFilesBytes: 8388608
+          maxRequestBytes: 16777216
           pidsLimit: 256
           sessionIdleSeconds: 300
+          sessionMaxLifetimeSeconds: 3600
         tool:
           defaultTimeoutSeconds: 30
           maxTimeoutSeconds: 120
@@ -43,6 +45,7 @@ class SandboxdConfigTest {
           seccompProfileType: RuntimeDefault
           seccompLocalhostProfile: ""
           runtimeClassName: ""
+          sandboxUidRange: {min: 1000000, max: 1999999}
           isolationGate:
             clusterDnsIp: 10.96.0.10
             extraClosed: []
@@ -53,6 +56,9 @@ class SandboxdConfigTest {
           keysDir: /etc/sandboxd/keys
           audience: sandboxd
           issuer: ""
+        requestBodies: {budgetBytes: 0, budgetWaitMillis: 2000, executeMaxTokens: 10000}
+        limits:
+          perProject: {executeInFlight: 100, sessionRunsInFlight: 16, callInFlight: 8, sessions: 8}
       """;
 
   static Map<String, Object> applicationYaml(HelmChart.Rendered rendered) {
@@ -92,6 +98,8 @@ class SandboxdConfigTest {
         "tool.limits.memory", "2Gi",
         "tool.requests.cpu", "100m",
         "runtimeClassName", "gvisor",
+        "sandboxUidRange.min", 3000000,
+        "sandboxUidRange.max", 3999999,
         "networkPolicy.dns.serviceIP", "fd00::a",
         "isolationGate.extraClosed[0]", "tcp:10.0.0.5:443",
         "isolationGate.ipv6LinkLocal", false,
@@ -121,10 +129,24 @@ class SandboxdConfigTest {
     assertEquals(Map.of("cpu", "3", "memory", "2Gi", "ephemeralStorage", "512Mi"), (Object) at(config, "sandbox", "tool", "limits"));
     assertEquals("100m", (Object) at(config, "sandbox", "tool", "requests", "cpu"));
     assertEquals(Map.of("seccompProfileType", "Localhost", "seccompLocalhostProfile", "sandboxd/sandbox-strict.json",
-        "runtimeClassName", "gvisor", "isolationGate", Map.of("clusterDnsIp", "fd00::a", "extraClosed", List.of("tcp:10.0.0.5:443"),
+        "runtimeClassName", "gvisor", "sandboxUidRange", Map.of("min", 3000000L, "max", 3999999L),
+        "isolationGate", Map.of("clusterDnsIp", "fd00::a", "extraClosed", List.of("tcp:10.0.0.5:443"),
             "ipv6LinkLocal", false, "attemptTimeoutSeconds", 2L, "withinSeconds", 60L)), at(config, "sandbox", "security"));
     assertEquals(Map.of("keysDir", "/etc/sandboxd/keys", "audience", "sandboxd-prod",
         "issuer", "https://control-plane.example"), at(config, "sandbox", "tokens"));
+  }
+
+  @Test
+  void perProjectLimitsAndTheSessionLifetimeAreValues() {
+    Map<String, Object> config = applicationYaml(HelmChart.render(values(
+        "limits.perProject.executeInFlight", 24,
+        "limits.perProject.sessionRunsInFlight", 0,
+        "limits.perProject.callInFlight", 4,
+        "limits.perProject.sessions", 2,
+        "snippet.sessionMaxLifetimeSeconds", 900)));
+    assertEquals(Map.of("executeInFlight", 24L, "sessionRunsInFlight", 0L, "callInFlight", 4L, "sessions", 2L),
+        at(config, "sandbox", "limits", "perProject"));
+    assertEquals(900L, (Object) at(config, "sandbox", "snippet", "sessionMaxLifetimeSeconds"));
   }
 
   @Test

@@ -28,6 +28,8 @@ class ValuesSchemaTest {
         Arguments.of("a string where a boolean belongs", values("networkPolicy.enabled", "sometimes")),
         Arguments.of("an unknown seccomp profile type", values("seccomp.profileType", "Unconfined")),
         Arguments.of("a malformed quantity", values("tool.limits.memory", "lots")),
+        Arguments.of("a negative per-project limit", values("limits.perProject.sessions", -1)),
+        Arguments.of("a misspelt per-project limit", values("limits.perProject.sesions", 4)),
         Arguments.of("a malformed CIDR", values("networkPolicy.extraBlockedCidrs[0]", "10.0.0.0")),
         Arguments.of("a malformed probe target", values("probe.privateTargets[0]", "10.0.0.1")),
         Arguments.of("a comma in a creator name", values("admission.extraAllowedCreators[0]", "a,b")),
@@ -35,7 +37,10 @@ class ValuesSchemaTest {
             values("admission.allowedVolumeTypes[0]", "configMap")),
         Arguments.of("a malformed volume type", values("admission.allowedVolumeTypes[0]", "emptyDir",
             "admission.allowedVolumeTypes[1]", "config map")),
-        Arguments.of("a malformed priority class name", values("admission.allowedPriorityClasses[0]", "Not A Name")));
+        Arguments.of("a malformed priority class name", values("admission.allowedPriorityClasses[0]", "Not A Name")),
+        Arguments.of("a sandbox uid range that reaches sandboxd's uid 65532", values("sandboxUidRange.min", 65532)),
+        Arguments.of("a sandbox uid range beyond Kubernetes' largest uid", values("sandboxUidRange.max", 2147483648L)),
+        Arguments.of("a misspelt sandbox uid range key", values("sandboxUidRange.maximum", 2000000)));
   }
 
   @ParameterizedTest(name = "rejects {0}")
@@ -58,6 +63,14 @@ class ValuesSchemaTest {
         "admission.allowedVolumeTypes[0]", "emptyDir",
         "admission.allowedVolumeTypes[1]", "configMap",
         "admission.allowedPriorityClasses[0]", "sandbox-low")));
+  }
+
+  @Test
+  void aSandboxUidRangeUpsideDownFailsTheInstall() {
+    HelmChart.HelmFailure failure = assertThrows(HelmChart.HelmFailure.class, () -> HelmChart.render(values(
+        "sandboxUidRange.min", 2000000, "sandboxUidRange.max", 1000000)));
+    assertTrue(failure.getMessage().contains("sandboxUidRange.min must not be above sandboxUidRange.max"),
+        failure.getMessage());
   }
 
   @Test

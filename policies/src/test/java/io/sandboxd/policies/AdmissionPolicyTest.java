@@ -419,6 +419,113 @@ class AdmissionPolicyTest {
         .toList();
   }
 
+  @Test
+  void onlyUidsAndGidsOfTheSandboxRangeAreAdmittedItsEdgesIncluded() {
+    for (long uid : List.of(1_000_000L, 1_999_999L)) {
+      assertEquals(List.of(), denials(AdmissionRequest.create(runningAs(uid), SANDBOXD_USER), defaultParams()), "uid " + uid);
+    }
+    // Below and above the range, the node's nobody, sandboxd's and CoreDNS's own uid: refused by this policy alone.
+    for (long uid : List.of(999_999L, 2_000_000L, 65_534L, 65_532L)) {
+      List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(runningAs(uid), SANDBOXD_USER), defaultParams());
+      assertEquals(List.of("sandboxd-run-as-non-root", "sandboxd-run-as-non-root"),
+          denials.stream().map(PolicyEvaluator.Denial::policy).toList(), "uid and gid " + uid + ": " + denials);
+      assertTrue(denials.stream().noneMatch(PolicyEvaluator.Denial::error), denials.toString());
+    }
+    // A range of the params' own.
+    Map<String, Object> narrow = paramsWith(data -> {
+      data.put("sandboxUidMin", "3000000");
+      data.put("sandboxUidMax", "3000009");
+    });
+    assertEquals(List.of(), denials(AdmissionRequest.create(runningAs(3_000_009L), SANDBOXD_USER), narrow));
+    assertEquals(2, denials(AdmissionRequest.create(runningAs(1_500_000L), SANDBOXD_USER), narrow).size());
+  }
+
+  @Test
+  void fsGroupAndSupplementalGroupsComeFromTheRangeToo() {
+    Map<String, Object> rootGroup = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec", "securityContext"))
+        .put("supplementalGroups", List.of(1_500_001L, 0L)));
+    assertEquals(List.of("sandboxd-run-as-non-root"), denials(AdmissionRequest.create(rootGroup, SANDBOXD_USER),
+        defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList());
+    Map<String, Object> ownGroups = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec", "securityContext"))
+        .put("supplementalGroups", List.of(1_500_001L)));
+    assertEquals(List.of(), denials(AdmissionRequest.create(ownGroups, SANDBOXD_USER), defaultParams()));
+    Map<String, Object> sandboxdsGroup = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec", "securityContext"))
+        .put("fsGroup", 65_532L));
+    assertEquals(List.of("sandboxd-run-as-non-root"), denials(AdmissionRequest.create(sandboxdsGroup, SANDBOXD_USER),
+        defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList());
+    // Without runAsGroup the runtime takes the image's group (0 for a uid the image does not know).
+    Map<String, Object> noGroup = mutate("minimal.yaml", p -> {
+      ((Map<String, Object>) at(p, "spec", "securityContext")).remove("runAsGroup");
+    });
+    assertEquals(List.of("sandboxd-run-as-non-root"), denials(AdmissionRequest.create(noGroup, SANDBOXD_USER),
+        defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList());
+  }
+
+  @Test
+  void anEphemeralContainerMustRunInTheRangeToo() {
+    Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    Map<String, Object> debugged = Yaml.copy(pod);
+    Map<String, Object> debug = Yaml.copy(at(pod, "spec", "containers", 0));
+    debug.put("name", "debug");
+    debug.remove("resources");
+    ((Map<String, Object>) debug.get("securityContext")).put("runAsUser", 65_532L);
+    ((Map<String, Object>) at(debugged, "spec")).put("ephemeralContainers", List.of(debug));
+    assertEquals(List.of("sandboxd-run-as-non-root"),
+        denials(AdmissionRequest.updateEphemeralContainers(pod, debugged, "kubernetes-admin"), defaultParams())
+            .stream().map(PolicyEvaluator.Denial::policy).toList());
+    ((Map<String, Object>) debug.get("securityContext")).put("runAsUser", 1_500_000L);
+    assertEquals(List.of(), denials(AdmissionRequest.updateEphemeralContainers(pod, debugged, "kubernetes-admin"),
+        defaultParams()));
+  }
+
+  @Test
+  void aChangedRangeDoesNotBlockUpdatesOfExistingPods() {
+    // A helm upgrade that moves sandboxUidRange must not stop sandboxd from flipping the state label of
+    // pods it created before (their spec cannot change any more).
+    Map<String, Object> warm = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    ((Map<String, Object>) at(warm, "spec")).put("nodeName", "node-1");
+    Map<String, Object> claimed = Yaml.copy(warm);
+    labels(claimed).put("sandboxd.io/state", "claimed");
+    Map<String, Object> moved = paramsWith(data -> {
+      data.put("sandboxUidMin", "3000000");
+      data.put("sandboxUidMax", "3999999");
+    });
+    assertEquals(List.of(), denials(AdmissionRequest.update(warm, claimed, SANDBOXD_USER), moved));
+    // uid 0 stays refused on every operation.
+    Map<String, Object> root = Yaml.copy(claimed);
+    ((Map<String, Object>) at(root, "spec", "securityContext")).put("runAsUser", 0L);
+    assertEquals(List.of("sandboxd-run-as-non-root"), denials(AdmissionRequest.update(warm, root, SANDBOXD_USER),
+        defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList());
+  }
+
+  @Test
+  void runAsNonRootDeniesWhenTheParamsLackAValidRange() {
+    Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    for (Map<String, Object> params : List.of(paramsWith(data -> data.remove("sandboxUidMin")),
+        paramsWith(data -> data.put("sandboxUidMax", "lots")),
+        paramsWith(data -> data.put("sandboxUidMin", "2999999")))) {
+      List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(pod, SANDBOXD_USER), params);
+      assertEquals(1, denials.size(), denials.toString());
+      assertEquals("sandboxd-run-as-non-root", denials.get(0).policy());
+      assertTrue(denials.get(0).message().startsWith("the sandboxd-admission-params ConfigMap")
+          && denials.get(0).message().contains("sandboxUidMin"), denials.toString());
+      assertFalse(denials.get(0).error(), denials.toString());
+    }
+  }
+
+  /** good/minimal.yaml running as this uid and gid (pod level, the gate's own settings and fsGroup too). */
+  private static Map<String, Object> runningAs(long uid) {
+    return mutate("minimal.yaml", p -> {
+      Map<String, Object> pod = at(p, "spec", "securityContext");
+      pod.put("runAsUser", uid);
+      pod.put("runAsGroup", uid);
+      pod.put("fsGroup", uid);
+      Map<String, Object> gate = at(p, "spec", "initContainers", 0, "securityContext");
+      gate.put("runAsUser", uid);
+      gate.put("runAsGroup", uid);
+    });
+  }
+
   /** bad/sandboxd-no-host-access-host-pid.yaml belongs to sandboxd-no-host-access: the longest policy-name prefix. */
   private static String policyFor(Path badFixture) {
     String base = baseName(badFixture);

@@ -55,7 +55,9 @@ public final class PolicyFiles {
             "allowedCreators", SANDBOXD_USER + "," + PROBE_USER,
             "allowedVolumeTypes", "emptyDir",
             "isolationGateImage", SNIPPET_IMAGE,
-            "allowedPriorityClasses", ""));
+            "allowedPriorityClasses", "",
+            "sandboxUidMin", "1000000",
+            "sandboxUidMax", "1999999"));
   }
 
   public static List<Path> yamlFiles(Path dir) {

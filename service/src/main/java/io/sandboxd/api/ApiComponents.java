@@ -17,6 +17,7 @@ import io.sandboxd.run.ToolCaller;
  * @param tool     tool settings (timeouts, body cap)
  * @param metrics  meters
  * @param inFlight calls under way
+ * @param bodies   how request bodies are read (caps, token bound, the replica's body budget)
  */
 public record ApiComponents(ProjectAuthenticator auth,
                             SnippetRunner snippets,
@@ -25,5 +26,6 @@ public record ApiComponents(ProjectAuthenticator auth,
                             SnippetSettings snippet,
                             ToolSettings tool,
                             ApiMetrics metrics,
-                            InFlightRequests inFlight) {
+                            InFlightRequests inFlight,
+                            RequestBodies bodies) {
 }

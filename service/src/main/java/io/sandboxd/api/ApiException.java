@@ -3,8 +3,8 @@ package io.sandboxd.api;
 import java.util.Map;
 
 /**
- * A request refused by the API (4xx) with the contract's error text. Handlers throw it; {@link ErrorMapping} turns it
- * into {@code {"error": "<message>"}}.
+ * A request refused by the API (4xx, or 503 when the replica is busy) with the contract's error text. Handlers throw
+ * it; {@link ErrorMapping} turns it into {@code {"error": "<message>"}}.
  */
 public final class ApiException extends RuntimeException {
 
@@ -67,6 +67,28 @@ public final class ApiException extends RuntimeException {
      */
     public static ApiException bodyTooLarge(long limit) {
         return new ApiException(413, "request body too large: the limit is " + limit + " bytes", Map.of());
+    }
+
+    /**
+     * A body within the byte cap whose JSON has more tokens than sandboxd reads in one request.
+     *
+     * @param limit token limit
+     * @return 413
+     */
+    public static ApiException tooManyTokens(long limit) {
+        return new ApiException(413, "request body too large: the limit is " + limit
+                + " JSON tokens (names, values and brackets)", Map.of());
+    }
+
+    /**
+     * The replica cannot take the request right now (the body budget is spent); the caller should retry.
+     *
+     * @param message           what happened and what to do
+     * @param retryAfterSeconds value of {@code Retry-After}
+     * @return 503 with {@code Retry-After}
+     */
+    public static ApiException busy(String message, long retryAfterSeconds) {
+        return new ApiException(503, message, Map.of("Retry-After", Long.toString(retryAfterSeconds)));
     }
 
     /**

@@ -37,9 +37,9 @@ public final class ApiMetrics {
         registry.getOrCreate(Gauge.builder("sandboxd.pool.target", () -> pool.status().target())
                                      .description("Pool size maintained"));
         registry.getOrCreate(Gauge.builder("sandboxd.pool.in.flight", () -> pool.status().inFlight())
-                                     .description("Snippet runs under way on this replica"));
+                                     .description("Snippet runs under way in the whole pool"));
         registry.getOrCreate(Gauge.builder("sandboxd.pool.created", () -> pool.status().createdTotal())
-                                     .description("Snippet pods created by this replica since it started"));
+                                     .description("Snippet pods created since sandboxd was installed, pool-wide"));
         return new ApiMetrics(registry);
     }
 

@@ -4,6 +4,7 @@ import java.util.Locale;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import io.sandboxd.limits.LimitExceeded;
 import io.sandboxd.sandbox.SandboxFailure;
 
 import io.helidon.http.HttpException;
@@ -32,6 +33,11 @@ public final class ErrorMapping {
         routing.error(ApiException.class, (req, res, e) -> {
             e.headers().forEach(res::header);
             send(req, res, e.status(), e.getMessage());
+        });
+        routing.error(LimitExceeded.class, (req, res, e) -> {
+            // D9: the project is at one of its limits; the message names it, Retry-After says when to come back.
+            res.header("Retry-After", Long.toString(e.retryAfterSeconds()));
+            send(req, res, 429, e.getMessage());
         });
         routing.error(SandboxFailure.class, (req, res, e) -> {
             withRequestId(req, () -> LOGGER.log(Level.WARNING, e.status() + " " + e.getMessage()

@@ -23,6 +23,7 @@ final class ExecuteService implements HttpService {
     private final SnippetSettings settings;
     private final ApiMetrics metrics;
     private final InFlightRequests inFlight;
+    private final JsonBody body;
 
     ExecuteService(ApiComponents components) {
         this.auth = components.auth();
@@ -30,6 +31,7 @@ final class ExecuteService implements HttpService {
         this.settings = components.snippet();
         this.metrics = components.metrics();
         this.inFlight = components.inFlight();
+        this.body = components.bodies().execute();
     }
 
     @Override
@@ -46,16 +48,20 @@ final class ExecuteService implements HttpService {
             try {
                 ProjectIdentity caller = auth.authenticate(req);
                 call.caller(caller);
-                ExecuteRequest request = ExecuteRequest.parse(JsonBody.read(req, settings.maxRequestBytes()),
-                                                              settings);
-                SnippetOutcome outcome = runner.run(new SnippetJob(caller, requestId, request.code(),
-                                                                   request.timeoutSeconds(), request.files(),
-                                                                   request.sessionId()));
-                call.succeeded(outcome.sandboxId(), outcome.reply().exitCode(), "ok");
-                call.timing("wait_ms", outcome.waitMillis());
-                call.timing("pod_ms", outcome.podMillis());
-                call.timing("run_ms", outcome.reply().durationMs());
-                ApiJson.send(res, 200, ExecuteResponse.from(outcome));
+                // the body's budget charge is held until the run ends: its code and files stay in memory until then
+                try (JsonBody.Read<ExecuteRequest> read = body.read(req, caller.project(),
+                                                                   parser -> ExecuteRequest.read(parser, settings))) {
+                    ExecuteRequest request = read.value();
+                    request.sessionId().ifPresent(call::session);
+                    SnippetOutcome outcome = runner.run(new SnippetJob(caller, requestId, request.code(),
+                                                                       request.timeoutSeconds(), request.files(),
+                                                                       request.sessionId()));
+                    call.succeeded(outcome.sandboxId(), outcome.reply().exitCode(), "ok");
+                    call.timing("wait_ms", outcome.waitMillis());
+                    call.timing("pod_ms", outcome.podMillis());
+                    call.timing("run_ms", outcome.reply().durationMs());
+                    ApiJson.send(res, 200, ExecuteResponse.from(outcome));
+                }
             } catch (RuntimeException e) {
                 throw call.failed(e);
             }

@@ -1,47 +1,129 @@
 package io.sandboxd.api;
 
 import java.io.IOException;
-import java.io.InputStream;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.sandboxd.json.JsonLimits;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import io.helidon.webserver.http.ServerRequest;
 
 /**
- * Reads a request body as a JSON object, never more than a cap: an announced or actual longer body is refused with
- * 413 without buffering it; anything that is not one JSON object is 400 {@code invalid JSON body}.
+ * Reads one route's request bodies under bounds, in this order:
+ * <ol>
+ * <li>an announced length over the route's cap is 413 before anything is read;</li>
+ * <li>the body is charged to the {@link BodyBudget} (its length, or the largest body the server accepts when it
+ * comes chunked) and waits for room, or gets 503;</li>
+ * <li>it is parsed as it streams in, under the route's {@link JsonLimits}: past the byte cap or the token bound is
+ * 413, anything else wrong (not one JSON object, too deep, a number too long, a wrong field type) is 400
+ * {@code invalid JSON body};</li>
+ * <li>the charge shrinks to what the call keeps (its strings) and is held until the call ends.</li>
+ * </ol>
  */
 final class JsonBody {
 
-    private JsonBody() {
+    /** Reads the body's JSON into what the route keeps. */
+    @FunctionalInterface
+    interface Reader<T extends Kept> {
+        /**
+         * @param parser parser before the document's first token
+         * @return the request
+         * @throws IOException when the document is not valid JSON or breaks the limits
+         */
+        T read(JsonParser parser) throws IOException;
     }
 
-    static ObjectNode read(ServerRequest req, long maxBytes) {
+    /** What a parsed request keeps in memory until its call ends. */
+    interface Kept {
+        /**
+         * @return characters of the strings it holds (code, files, args)
+         */
+        long keptChars();
+    }
+
+    /**
+     * A read request and its share of the budget; close it when the call ends.
+     *
+     * @param value the request
+     * @param grant its budget charge
+     * @param <T>   request type
+     */
+    record Read<T>(T value, BodyBudget.Grant grant) implements AutoCloseable {
+        @Override
+        public void close() {
+            grant.close();
+        }
+    }
+
+    private final JsonLimits limits;
+    private final JsonFactory factory;
+    private final BodyBudget budget;
+    private final long chunkedCharge;
+
+    /**
+     * @param limits        the route's limits (its byte cap and token bound)
+     * @param budget        the replica's body budget
+     * @param chunkedCharge what a body without {@code Content-Length} is charged: the largest the server reads
+     */
+    JsonBody(JsonLimits limits, BodyBudget budget, long chunkedCharge) {
+        this.limits = limits;
+        this.factory = limits.factory();
+        this.budget = budget;
+        this.chunkedCharge = chunkedCharge;
+    }
+
+    /**
+     * @return the route's body cap in bytes
+     */
+    long maxBytes() {
+        return limits.maxBytes();
+    }
+
+    /**
+     * Reads the body.
+     *
+     * @param req     request
+     * @param project the (already authenticated) caller's project, charged for the body
+     * @param reader  the route's reader
+     * @param <T>     request type
+     * @return the request and its budget charge
+     * @throws ApiException 413, 400 or 503 as above
+     */
+    <T extends Kept> Read<T> read(ServerRequest req, String project, Reader<T> reader) {
+        long cap = limits.maxBytes();
         long announced = req.headers().contentLength().orElse(-1);
-        if (announced > maxBytes) {
-            throw ApiException.bodyTooLarge(maxBytes);
+        if (announced > cap) {
+            throw ApiException.bodyTooLarge(cap);
         }
         if (!req.content().hasEntity()) {
             throw ApiException.invalidJson();
         }
-        byte[] bytes;
-        try (InputStream in = req.content().inputStream()) {
-            bytes = in.readNBytes((int) Math.min(Integer.MAX_VALUE - 8, maxBytes + 1));
-            if (bytes.length > maxBytes) {
-                throw ApiException.bodyTooLarge(maxBytes);
-            }
-        } catch (IOException e) {
-            throw ApiException.invalidJson();
-        }
-        JsonNode node;
+        BodyBudget.Grant grant = budget.acquire(project, announced >= 0 ? announced : Math.max(cap, chunkedCharge));
         try {
-            node = ApiJson.MAPPER.readTree(bytes);
+            T value = parse(new BodyInputStream(req.content().inputStream(), cap), reader);
+            grant.shrinkTo(value.keptChars());
+            return new Read<>(value, grant);
+        } catch (RuntimeException e) {
+            grant.close();
+            throw e;
+        }
+    }
+
+    private <T extends Kept> T parse(BodyInputStream in, Reader<T> reader) {
+        try (JsonParser parser = factory.createParser(in)) {
+            try {
+                return reader.read(parser);
+            } catch (StreamConstraintsException e) {
+                if (limits.overTokenBound(parser)) {
+                    throw ApiException.tooManyTokens(limits.maxTokens());
+                }
+                throw ApiException.invalidJson();
+            }
+        } catch (BodyInputStream.TooLarge e) {
+            throw ApiException.bodyTooLarge(limits.maxBytes());
         } catch (IOException e) {
             throw ApiException.invalidJson();
         }
-        if (node instanceof ObjectNode object) {
-            return object;
-        }
-        throw ApiException.invalidJson();
     }
 }

@@ -7,8 +7,9 @@ import io.helidon.webserver.http.RoutingRequest;
 import io.helidon.webserver.http.RoutingResponse;
 
 /**
- * Puts {@code X-Request-Id} on every response (set before the route runs, so error responses carry it too) and the
- * id in the logging MDC while the request is handled.
+ * Gives every request sandboxd's own id ({@link RequestId}): on the response as {@code X-Request-Id} (set before the
+ * route runs, so error responses carry it too) and in the logging MDC while the request is handled, with the caller's
+ * own id beside it.
  */
 public final class RequestIdFilter implements Filter {
 
@@ -18,10 +19,14 @@ public final class RequestIdFilter implements Filter {
         req.context().register(id);
         res.header(RequestId.HEADER, id.value());
         HelidonMdc.set(RequestId.MDC_KEY, id.value());
+        if (id.caller() != null) {
+            HelidonMdc.set(RequestId.CALLER_MDC_KEY, id.caller());
+        }
         try {
             chain.proceed();
         } finally {
             HelidonMdc.remove(RequestId.MDC_KEY);
+            HelidonMdc.remove(RequestId.CALLER_MDC_KEY);
         }
     }
 }

@@ -7,13 +7,14 @@ import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
+import io.sandboxd.limits.LimitExceeded;
 import io.sandboxd.sandbox.SandboxFailure;
 import io.sandboxd.tokens.ProjectIdentity;
 
 /**
  * One call to {@code /v1/execute} or {@code /v1/call}, from start to answer: counts it in flight, and at the end
- * writes exactly one {@code audit} log line (project, agent, route, sandbox_id, exit_code or status, duration_ms) and
- * records the metrics.
+ * writes exactly one {@code audit} log line (project, agent, image, route, session_id, sandbox_id, exit_code or status,
+ * duration_ms; the caller's own request id beside sandboxd's, from the MDC) and records the metrics.
  */
 final class RouteCall implements AutoCloseable {
 
@@ -25,6 +26,7 @@ final class RouteCall implements AutoCloseable {
     private final InFlightRequests inFlight;
     private final long startNanos = System.nanoTime();
     private ProjectIdentity caller;
+    private String sessionId;
     private String sandboxId;
     private Integer exitCode;
     private int status = 500;
@@ -42,6 +44,11 @@ final class RouteCall implements AutoCloseable {
 
     void caller(ProjectIdentity caller) {
         this.caller = caller;
+    }
+
+    /** The D4 session the call runs in (already validated: at most 256 characters). */
+    void session(String sessionId) {
+        this.sessionId = sessionId;
     }
 
     long elapsedMillis() {
@@ -70,9 +77,14 @@ final class RouteCall implements AutoCloseable {
             case 401 -> "unauthorized";
             case 403 -> "forbidden";
             case 413 -> "too_large";
+            case 503 -> "busy";
             default -> "bad_request";
             };
             error = api.getMessage();
+        } else if (e instanceof LimitExceeded limited) {
+            status = 429;
+            outcome = "limited";
+            error = limited.getMessage();
         } else if (e instanceof SandboxFailure failure) {
             status = failure.status();
             sandboxId = failure.sandboxId();
@@ -95,6 +107,10 @@ final class RouteCall implements AutoCloseable {
         fields.put("route", route);
         fields.put("project", caller == null ? null : caller.project());
         fields.put("agent", caller == null ? null : caller.agent());
+        fields.put("image", caller == null ? null : caller.image());
+        if (sessionId != null) {
+            fields.put("session_id", sessionId);
+        }
         fields.put("sandbox_id", sandboxId);
         if (exitCode != null) {
             fields.put("exit_code", exitCode);

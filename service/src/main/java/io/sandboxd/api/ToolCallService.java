@@ -1,6 +1,7 @@
 package io.sandboxd.api;
 
 import io.sandboxd.config.ToolSettings;
+import io.sandboxd.logging.CallerText;
 import io.sandboxd.run.ToolCaller;
 import io.sandboxd.run.ToolJob;
 import io.sandboxd.run.ToolOutcome;
@@ -24,6 +25,7 @@ final class ToolCallService implements HttpService {
     private final ToolSettings settings;
     private final ApiMetrics metrics;
     private final InFlightRequests inFlight;
+    private final JsonBody body;
 
     ToolCallService(ApiComponents components) {
         this.auth = components.auth();
@@ -31,6 +33,7 @@ final class ToolCallService implements HttpService {
         this.settings = components.tool();
         this.metrics = components.metrics();
         this.inFlight = components.inFlight();
+        this.body = components.bodies().call();
     }
 
     @Override
@@ -47,16 +50,21 @@ final class ToolCallService implements HttpService {
             try {
                 ProjectIdentity identity = auth.authenticate(req);
                 call.caller(identity);
-                CallRequest request = CallRequest.parse(JsonBody.read(req, settings.maxRequestBytes()), settings);
-                if (!request.image().equals(identity.image())) {
-                    throw ApiException.forbidden("this project's token allows tool calls only in its own agent image \""
-                                                         + identity.image() + "\", not \"" + request.image() + "\"");
+                // the body's budget charge is held until the call ends: its args stay in memory until then
+                try (JsonBody.Read<CallRequest> read = body.read(req, identity.project(),
+                                                                 parser -> CallRequest.read(parser, settings))) {
+                    CallRequest request = read.value();
+                    if (!request.image().equals(identity.image())) {
+                        throw ApiException.forbidden("this project's token allows tool calls only in its own agent "
+                                                             + "image \"" + identity.image() + "\", not "
+                                                             + CallerText.quote(request.image()));
+                    }
+                    ToolOutcome outcome = caller.call(new ToolJob(identity, requestId, request.image(),
+                                                                  request.module(), request.function(), request.args(),
+                                                                  request.timeoutSeconds()));
+                    call.succeeded(outcome.sandboxId(), null, outcome.error() == null ? "ok" : "tool_error");
+                    ApiJson.send(res, 200, CallResponse.from(outcome, call.elapsedMillis()));
                 }
-                ToolOutcome outcome = caller.call(new ToolJob(identity, requestId, request.image(), request.module(),
-                                                              request.function(), request.args(),
-                                                              request.timeoutSeconds()));
-                call.succeeded(outcome.sandboxId(), null, outcome.error() == null ? "ok" : "tool_error");
-                ApiJson.send(res, 200, CallResponse.from(outcome, call.elapsedMillis()));
             } catch (RuntimeException e) {
                 throw call.failed(e);
             }

@@ -9,7 +9,9 @@ public record SandboxConfig(String namespace,
                             SnippetSettings snippet,
                             ToolSettings tool,
                             SecuritySettings security,
-                            TokenSettings tokens) {
+                            TokenSettings tokens,
+                            ProjectLimitSettings projectLimits,
+                            RequestBodySettings requestBodies) {
 
     /**
      * Reads the {@code sandbox} node.
@@ -23,7 +25,9 @@ public record SandboxConfig(String namespace,
                 SnippetSettings.from(sandbox.get("snippet")),
                 ToolSettings.from(sandbox.get("tool")),
                 SecuritySettings.from(sandbox.get("security")),
-                TokenSettings.from(sandbox.get("tokens")));
+                TokenSettings.from(sandbox.get("tokens")),
+                ProjectLimitSettings.from(sandbox.get("limits").get("perProject")),
+                RequestBodySettings.from(sandbox.get("requestBodies")));
         config.validate();
         return config;
     }
@@ -45,6 +49,11 @@ public record SandboxConfig(String namespace,
         require(tool.maxResponseBytes() >= 1024, "sandbox.tool.maxResponseBytes must be at least 1024");
         require(s.maxRequestBytes() >= 1024, "sandbox.snippet.maxRequestBytes must be at least 1024");
         require(!tokens.audience().isBlank(), "sandbox.tokens.audience must not be empty");
+        requestBodies.validate();
+        require(s.sessionMaxLifetimeSeconds() >= 1, "sandbox.snippet.sessionMaxLifetimeSeconds must be at least 1");
+        ProjectLimitSettings p = projectLimits;
+        require(p.executeInFlight() >= 0 && p.sessionRunsInFlight() >= 0 && p.callInFlight() >= 0
+                        && p.sessions() >= 0, "sandbox.limits.perProject.* must be 0 (no limit) or more");
     }
 
     private static void require(boolean condition, String message) {

@@ -9,21 +9,37 @@ import io.helidon.config.Config;
  * @param seccompLocalhostProfile profile path relative to the kubelet's seccomp root (Localhost only)
  * @param runtimeClassName        optional RuntimeClass (for example gVisor); empty for none
  * @param isolationGate           what every sandbox's isolation gate must see closed before it starts
+ * @param sandboxUids             the uids sandbox pods run as, one of its own for each pod
  */
 public record SecuritySettings(String seccompProfileType, String seccompLocalhostProfile, String runtimeClassName,
-                               IsolationGateSettings isolationGate) {
+                               IsolationGateSettings isolationGate, UidRange sandboxUids) {
+
+    /**
+     * Settings with the default uid range.
+     *
+     * @param seccompProfileType      {@code RuntimeDefault} or {@code Localhost}
+     * @param seccompLocalhostProfile profile path (Localhost only)
+     * @param runtimeClassName        optional RuntimeClass; empty for none
+     * @param isolationGate           the isolation gate's checks
+     */
+    public SecuritySettings(String seccompProfileType, String seccompLocalhostProfile, String runtimeClassName,
+                            IsolationGateSettings isolationGate) {
+        this(seccompProfileType, seccompLocalhostProfile, runtimeClassName, isolationGate, UidRange.DEFAULT);
+    }
 
     static SecuritySettings from(Config node) {
         SecuritySettings settings = new SecuritySettings(
                 node.get("seccompProfileType").asString().orElse("RuntimeDefault"),
                 node.get("seccompLocalhostProfile").asString().orElse(""),
                 node.get("runtimeClassName").asString().orElse(""),
-                IsolationGateSettings.from(node.get("isolationGate")));
+                IsolationGateSettings.from(node.get("isolationGate")),
+                UidRange.from(node.get("sandboxUidRange")));
         settings.validate();
         return settings;
     }
 
     void validate() {
+        sandboxUids.validate();
         switch (seccompProfileType) {
         case "RuntimeDefault" -> { }
         case "Localhost" -> {

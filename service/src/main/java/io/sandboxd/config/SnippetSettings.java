@@ -22,6 +22,7 @@ import io.helidon.config.Config;
  * @param maxRequestBytes       cap of the {@code /v1/execute} request body
  * @param pidsLimit             PID limit (enforced by the kubelet; recorded for policies)
  * @param sessionIdleSeconds    idle time after which a D4 session pod is destroyed
+ * @param sessionMaxLifetimeSeconds age after which a D4 session pod takes no more runs and is destroyed
  * @param leaderElection        whether pool maintenance is guarded by a Lease (needed with several replicas)
  */
 public record SnippetSettings(String image,
@@ -40,6 +41,7 @@ public record SnippetSettings(String image,
                               long maxRequestBytes,
                               int pidsLimit,
                               int sessionIdleSeconds,
+                              int sessionMaxLifetimeSeconds,
                               boolean leaderElection) {
 
     static SnippetSettings from(Config node) {
@@ -61,6 +63,7 @@ public record SnippetSettings(String image,
                 node.get("maxRequestBytes").asLong().orElse(16_777_216L),
                 node.get("pidsLimit").asInt().orElse(256),
                 node.get("sessionIdleSeconds").asInt().orElse(300),
+                node.get("sessionMaxLifetimeSeconds").asInt().orElse(3600),
                 node.get("leaderElection").asBoolean().orElse(true));
     }
 }

@@ -28,13 +28,12 @@ import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeBuilder;
 
 /**
- * The hardening every sandbox pod shares (snippet and tool): non-root 65532, seccomp, no capabilities, no privilege
- * escalation, read-only root. The admission policies reject any sandbox pod that lacks one of these.
+ * The hardening every sandbox pod shares (snippet and tool): non-root, as a uid and gid of its own
+ * ({@link SandboxUids}), seccomp, no capabilities, no privilege escalation, read-only root. The admission policies
+ * reject any sandbox pod that lacks one of these.
  */
 final class PodHardening {
 
-    /** uid and gid of every sandbox pod. */
-    static final long SANDBOX_UID = 65532L;
     /** Port of the in-pod HTTP server (executor or tool runner). */
     static final int POD_PORT = 8080;
 
@@ -45,9 +44,10 @@ final class PodHardening {
      * Applies the pod-level rules every sandbox pod shares: one use, no service-account token, no service
      * links, no host namespaces, no grace period, the pod security context and the optional runtime class.
      *
+     * @param uid the pod's own uid, also its gid and fsGroup (emptyDirs belong to that group)
      * @return the pod, hardened
      */
-    static Pod hardenPod(Pod pod, SecuritySettings security) {
+    static Pod hardenPod(Pod pod, SecuritySettings security, long uid) {
         PodSpec spec = pod.getSpec();
         spec.setRestartPolicy("Never");
         spec.setAutomountServiceAccountToken(false);
@@ -57,25 +57,25 @@ final class PodHardening {
         spec.setHostIPC(false);
         spec.setTerminationGracePeriodSeconds(0L);
         spec.setRuntimeClassName(security.runtimeClassName().isBlank() ? null : security.runtimeClassName());
-        spec.setSecurityContext(podSecurityContext(security));
+        spec.setSecurityContext(podSecurityContext(security, uid));
         return pod;
     }
 
-    static PodSecurityContext podSecurityContext(SecuritySettings security) {
+    static PodSecurityContext podSecurityContext(SecuritySettings security, long uid) {
         return new PodSecurityContextBuilder()
-                .withRunAsUser(SANDBOX_UID)
-                .withRunAsGroup(SANDBOX_UID)
+                .withRunAsUser(uid)
+                .withRunAsGroup(uid)
                 .withRunAsNonRoot(true)
-                .withFsGroup(SANDBOX_UID)
+                .withFsGroup(uid)
                 .withSeccompProfile(seccomp(security))
                 .build();
     }
 
-    static SecurityContext containerSecurityContext(SecuritySettings security) {
+    static SecurityContext containerSecurityContext(SecuritySettings security, long uid) {
         Capabilities dropAll = new CapabilitiesBuilder().withDrop("ALL").build();
         return new SecurityContextBuilder()
-                .withRunAsUser(SANDBOX_UID)
-                .withRunAsGroup(SANDBOX_UID)
+                .withRunAsUser(uid)
+                .withRunAsGroup(uid)
                 .withRunAsNonRoot(true)
                 .withPrivileged(false)
                 .withAllowPrivilegeEscalation(false)
@@ -136,9 +136,10 @@ final class PodHardening {
      * @param platformImage the snippet image, which carries the gate
      * @param dnsName       a name cluster DNS must resolve first (tool pods), or {@code null} (snippets, which must
      *                      get no answer from cluster DNS at all)
+     * @param uid           the pod's own uid
      */
     static Container isolationGate(String platformImage, SecuritySettings security, ResourceRequirements resources,
-                                   String dnsName) {
+                                   String dnsName, long uid) {
         List<String> command = new ArrayList<>(List.of("python3", ISOLATION_GATE));
         command.addAll(security.isolationGate().arguments(dnsName));
         return new ContainerBuilder()
@@ -147,7 +148,7 @@ final class PodHardening {
                 .withImagePullPolicy("IfNotPresent")
                 .withCommand(command)
                 .withResources(resources)
-                .withSecurityContext(containerSecurityContext(security))
+                .withSecurityContext(containerSecurityContext(security, uid))
                 .build();
     }
 

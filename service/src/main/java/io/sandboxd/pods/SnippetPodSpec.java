@@ -27,16 +27,30 @@ public final class SnippetPodSpec {
     private final String namespace;
     private final SnippetSettings snippet;
     private final SecuritySettings security;
+    private final SandboxUids uids;
+
+    /**
+     * Pods with uids drawn at random from the configured range, knowing of no live pods (tests).
+     *
+     * @param namespace sandbox namespace
+     * @param snippet   snippet settings (image, limits, caps)
+     * @param security  seccomp, runtime class and uid range
+     */
+    public SnippetPodSpec(String namespace, SnippetSettings snippet, SecuritySettings security) {
+        this(namespace, snippet, security, SandboxUids.random(security.sandboxUids()));
+    }
 
     /**
      * @param namespace sandbox namespace
      * @param snippet   snippet settings (image, limits, caps)
-     * @param security  seccomp and runtime class
+     * @param security  seccomp, runtime class and uid range
+     * @param uids      picks each pod's own uid
      */
-    public SnippetPodSpec(String namespace, SnippetSettings snippet, SecuritySettings security) {
+    public SnippetPodSpec(String namespace, SnippetSettings snippet, SecuritySettings security, SandboxUids uids) {
         this.namespace = namespace;
         this.snippet = snippet;
         this.security = security;
+        this.uids = uids;
     }
 
     /**
@@ -87,6 +101,7 @@ public final class SnippetPodSpec {
     }
 
     private Pod build(String name, Map<String, String> labels, Map<String, String> annotations, boolean session) {
+        long uid = uids.next();
         List<EnvVar> env = new ArrayList<>();
         env.add(new EnvVar("SANDBOX_WORKDIR", WORKDIR, null));
         env.add(new EnvVar("SANDBOX_MAX_OUTPUT_BYTES", Long.toString(snippet.maxOutputBytes()), null));
@@ -117,7 +132,7 @@ public final class SnippetPodSpec {
                 .withDnsPolicy("None")
                 .withNewDnsConfig().withNameservers("127.0.0.1").endDnsConfig()
                 .withInitContainers(PodHardening.isolationGate(snippet.image(), security,
-                        PodHardening.resources(snippet.limits(), snippet.requests()), null))
+                        PodHardening.resources(snippet.limits(), snippet.requests()), null, uid))
                 .addNewContainer()
                     .withName(CONTAINER)
                     .withImage(snippet.image())
@@ -128,7 +143,7 @@ public final class SnippetPodSpec {
                         .withProtocol("TCP").endPort()
                     .withEnv(env)
                     .withResources(PodHardening.resources(snippet.limits(), snippet.requests()))
-                    .withSecurityContext(PodHardening.containerSecurityContext(security))
+                    .withSecurityContext(PodHardening.containerSecurityContext(security, uid))
                     .withReadinessProbe(PodHardening.readiness(CONTAINER))
                     .addNewVolumeMount().withName("workspace").withMountPath(WORKDIR).endVolumeMount()
                     .addNewVolumeMount().withName("tmp").withMountPath("/tmp").endVolumeMount()
@@ -136,6 +151,6 @@ public final class SnippetPodSpec {
                 .withVolumes(PodHardening.emptyDir("workspace", snippet.workdirSizeLimit()),
                              PodHardening.emptyDir("tmp", snippet.tmpSizeLimit()))
                 .endSpec();
-        return PodHardening.hardenPod(pod.build(), security);
+        return PodHardening.hardenPod(pod.build(), security, uid);
     }
 }

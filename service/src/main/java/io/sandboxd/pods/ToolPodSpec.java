@@ -32,18 +32,34 @@ public final class ToolPodSpec {
     private final ToolSettings tool;
     private final SecuritySettings security;
     private final String platformImage;
+    private final SandboxUids uids;
+
+    /**
+     * Pods with uids drawn at random from the configured range, knowing of no live pods (tests).
+     *
+     * @param namespace sandbox namespace
+     * @param tool      tool settings (limits)
+     * @param security  seccomp, runtime class and uid range
+     * @param platformImage the platform's snippet image, which runs the isolation gate
+     */
+    public ToolPodSpec(String namespace, ToolSettings tool, SecuritySettings security, String platformImage) {
+        this(namespace, tool, security, platformImage, SandboxUids.random(security.sandboxUids()));
+    }
 
     /**
      * @param namespace sandbox namespace
      * @param tool      tool settings (limits)
-     * @param security  seccomp and runtime class
+     * @param security  seccomp, runtime class and uid range
      * @param platformImage the platform's snippet image, which runs the isolation gate
+     * @param uids      picks each pod's own uid
      */
-    public ToolPodSpec(String namespace, ToolSettings tool, SecuritySettings security, String platformImage) {
+    public ToolPodSpec(String namespace, ToolSettings tool, SecuritySettings security, String platformImage,
+                       SandboxUids uids) {
         this.namespace = namespace;
         this.tool = tool;
         this.security = security;
         this.platformImage = platformImage;
+        this.uids = uids;
     }
 
     /**
@@ -57,6 +73,7 @@ public final class ToolPodSpec {
      * @return the desired pod
      */
     public Pod pod(String image, String project, String agent, String requestId, int timeoutSeconds) {
+        long uid = uids.next();
         Map<String, String> labels = new LinkedHashMap<>();
         labels.put(SandboxLabels.MANAGED_BY, SandboxLabels.MANAGER);
         labels.put(SandboxLabels.KIND, SandboxLabels.KIND_TOOL);
@@ -85,7 +102,7 @@ public final class ToolPodSpec {
                                                        + DEADLINE_MARGIN_SECONDS)
                     .withDnsPolicy("ClusterFirst")
                     .withInitContainers(PodHardening.isolationGate(platformImage, security,
-                            PodHardening.resources(tool.limits(), tool.requests()), DNS_CANARY))
+                            PodHardening.resources(tool.limits(), tool.requests()), DNS_CANARY, uid))
                     .addNewContainer()
                         .withName(CONTAINER)
                         .withImage(image)
@@ -95,13 +112,13 @@ public final class ToolPodSpec {
                             .withProtocol("TCP").endPort()
                         .withEnv(env)
                         .withResources(PodHardening.resources(tool.limits(), tool.requests()))
-                        .withSecurityContext(PodHardening.containerSecurityContext(security))
+                        .withSecurityContext(PodHardening.containerSecurityContext(security, uid))
                         .withReadinessProbe(PodHardening.readiness(CONTAINER))
                         .addNewVolumeMount().withName("tmp").withMountPath("/tmp").endVolumeMount()
                     .endContainer()
                     .withVolumes(PodHardening.emptyDir("tmp", tool.tmpSizeLimit()))
                 .endSpec()
                 .build();
-        return PodHardening.hardenPod(pod, security);
+        return PodHardening.hardenPod(pod, security, uid);
     }
 }

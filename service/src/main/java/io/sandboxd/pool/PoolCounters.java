@@ -1,45 +1,96 @@
 package io.sandboxd.pool;
 
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
+
+import io.sandboxd.pods.SandboxLabels;
+
+import io.fabric8.kubernetes.api.model.Pod;
 
 /**
- * This replica's counters for {@code GET /v1/pool}: snippet pods it created (lifetime) and snippet runs under way.
+ * The counters of {@code GET /v1/pool}, pool-wide (D8): the same figures whichever replica answers.
+ * {@code created_total} is kept in the cluster ({@link CreatedTotal}); {@code in_flight} is read from the informer
+ * cache of snippet pods, which every replica holds alike, not from a per-replica count. ({@code warm} is
+ * {@link WarmPool#warmCount()}, from the same cache; {@code target} is the chart's value, the same for every replica.)
  */
 public final class PoolCounters {
 
-    private final AtomicLong createdTotal = new AtomicLong();
-    private final AtomicInteger inFlight = new AtomicInteger();
+    private final PodCache snippets;
+    private final CreatedTotal createdTotal;
+    private final AtomicInteger runsHere = new AtomicInteger();
 
-    void podCreated() {
-        createdTotal.incrementAndGet();
+    /**
+     * Counters of one process, in memory (tests): {@code in_flight} is this process's runs.
+     */
+    public PoolCounters() {
+        this(null, CreatedTotal.inMemory());
     }
 
     /**
-     * A snippet run starts.
+     * @param snippets     informer cache of snippet pods ({@code in_flight})
+     * @param createdTotal the pool-wide {@code created_total}
+     */
+    public PoolCounters(PodCache snippets, CreatedTotal createdTotal) {
+        this.snippets = snippets;
+        this.createdTotal = createdTotal;
+    }
+
+    /** This replica created a snippet pod (pool or session pod). */
+    void podCreated() {
+        createdTotal.add(1);
+    }
+
+    /**
+     * A snippet run starts on this replica.
      */
     public void runStarted() {
-        inFlight.incrementAndGet();
+        runsHere.incrementAndGet();
     }
 
     /**
-     * A snippet run ends.
+     * A snippet run ends on this replica.
      */
     public void runEnded() {
-        inFlight.decrementAndGet();
+        runsHere.decrementAndGet();
     }
 
     /**
-     * @return snippet pods created by this replica since it started
+     * @return snippet pods created since sandboxd was installed, by any replica (read from the API server)
      */
     public long createdTotal() {
-        return createdTotal.get();
+        return createdTotal.read();
     }
 
     /**
-     * @return snippet runs under way on this replica
+     * Runs under way in the whole pool: pool pods handed to a request (state {@code claimed}, not being deleted, not
+     * finished, not taken by the leader to trim the pool). A pod a request took from its replica's reservations counts
+     * from the moment the hand-over is recorded, 1 s into the run (a shorter run shows as warm until its pod is
+     * deleted); session pods are not pool pods and do not count.
+     *
+     * @return runs under way, pool-wide
      */
     public int inFlight() {
-        return inFlight.get();
+        return snippets == null ? runsHere.get() : inFlight(snippets.pods());
+    }
+
+    /**
+     * @return snippet runs under way on this replica alone
+     */
+    public int runsOnThisReplica() {
+        return runsHere.get();
+    }
+
+    static int inFlight(List<Pod> pods) {
+        int count = 0;
+        for (Pod pod : pods) {
+            if (PodStates.isPoolPod(pod)
+                    && SandboxLabels.STATE_CLAIMED.equals(PodStates.labels(pod).get(SandboxLabels.STATE))
+                    && !PodStates.isDeleting(pod) && !PodStates.isTerminal(pod)
+                    && !String.valueOf(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY))
+                            .endsWith(PoolReconciler.TRIM_CLAIM)) {
+                count++;
+            }
+        }
+        return count;
     }
 }

@@ -22,8 +22,8 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 /**
  * Pool maintenance, done only by the leader (one replica at a time, see {@link PoolLeadership}): keeps the number of
  * unused pool pods (warm, or reserved by a replica for its next request) at the target, and deletes pods that can no
- * longer serve: finished pods, claims and reservations orphaned by a crashed replica, idle D4 session pods and orphaned
- * tool pods. It runs on informer events (coalesced) and on a
+ * longer serve: finished pods, claims and reservations orphaned by a crashed replica, D4 session pods idle or past their
+ * lifetime, and orphaned tool pods. It runs on informer events (coalesced) and on a
  * short timer for the time-based rules; it reads only the informer caches.
  *
  * <p>Why the pool does not overshoot: only the leader creates pool pods; it counts the unclaimed pods in its cache plus
@@ -41,15 +41,22 @@ public final class PoolReconciler implements AutoCloseable {
     private static final Duration ORPHAN_MARGIN = Duration.ofSeconds(60);
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
     private static final Duration RESERVATION_SKEW = Duration.ofSeconds(30);
+    /** The {@code claimed-by} suffix of a warm pod the leader takes to trim the pool (not a run). */
+    static final String TRIM_CLAIM = "/pool-trim";
 
     /** Time limits the reconciler applies. */
     public record Limits(int target,
                          Duration orphanedClaimAfter,
                          Duration orphanedToolPodAfter,
-                         Duration sessionIdleAfter) {
+                         Duration sessionIdleAfter,
+                         Duration sessionMaxLifetime) {
+
+        /** A session's longest life when none is given (the chart's default). */
+        public static final Duration DEFAULT_SESSION_LIFETIME = Duration.ofHours(1);
 
         /**
-         * Limits derived from the configured timeouts.
+         * Limits derived from the configured timeouts, with sessions living at most
+         * {@link #DEFAULT_SESSION_LIFETIME}.
          *
          * @param target             pool target
          * @param maxSnippetTimeout  longest snippet run
@@ -61,12 +68,30 @@ public final class PoolReconciler implements AutoCloseable {
          */
         public static Limits of(int target, Duration maxSnippetTimeout, Duration runMargin, Duration toolReadyTimeout,
                                 Duration maxToolTimeout, Duration sessionIdle) {
+            return of(target, maxSnippetTimeout, runMargin, toolReadyTimeout, maxToolTimeout, sessionIdle,
+                      DEFAULT_SESSION_LIFETIME);
+        }
+
+        /**
+         * Limits derived from the configured timeouts.
+         *
+         * @param target             pool target
+         * @param maxSnippetTimeout  longest snippet run
+         * @param runMargin          extra time the HTTP call to the executor may take
+         * @param toolReadyTimeout   longest wait for a tool pod
+         * @param maxToolTimeout     longest tool call
+         * @param sessionIdle        configured session idle time
+         * @param sessionLifetime    configured longest life of a session
+         * @return limits
+         */
+        public static Limits of(int target, Duration maxSnippetTimeout, Duration runMargin, Duration toolReadyTimeout,
+                                Duration maxToolTimeout, Duration sessionIdle, Duration sessionLifetime) {
             Duration longestRun = maxSnippetTimeout.plus(runMargin);
             // A session pod is touched when a run starts, so it must not look idle while a run is still going.
             Duration idle = sessionIdle.compareTo(longestRun.plusSeconds(30)) > 0 ? sessionIdle
                     : longestRun.plusSeconds(30);
             return new Limits(target, longestRun.plus(ORPHAN_MARGIN),
-                              toolReadyTimeout.plus(maxToolTimeout).plus(ORPHAN_MARGIN), idle);
+                              toolReadyTimeout.plus(maxToolTimeout).plus(ORPHAN_MARGIN), idle, sessionLifetime);
         }
     }
 
@@ -90,7 +115,7 @@ public final class PoolReconciler implements AutoCloseable {
      * @param tools     tool pod informer
      * @param writes    pod writes
      * @param spec      the snippet pod spec
-     * @param counters  counters ({@code created_total})
+     * @param counters  counters (pods created count towards the pool-wide {@code created_total})
      * @param limits    target and time limits
      * @param replicaId this replica's id
      * @param clock     clock
@@ -238,7 +263,7 @@ public final class PoolReconciler implements AutoCloseable {
         warm.sort(Comparator.comparing(PodStates::isReady)
                           .thenComparing(PodStates::createdAt, Comparator.reverseOrder()));
         for (Pod pod : warm.subList(0, Math.min(excess, warm.size()))) {
-            Pod taken = PoolMarks.claimed(pod, replicaId + "/pool-trim", clock.instant(), null);
+            Pod taken = PoolMarks.claimed(pod, replicaId + TRIM_CLAIM, clock.instant(), null);
             if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
                 LOGGER.info("pool above target: deleting pod " + pod.getMetadata().getName());
                 writes.delete(pod.getMetadata().getName());
@@ -256,16 +281,26 @@ public final class PoolReconciler implements AutoCloseable {
             writes.delete(name);
             return;
         }
-        if (PodStates.lastUsedAt(pod).plus(limits.sessionIdleAfter()).isBefore(now)) {
-            // Mark first, conditionally: a run that touched the pod meanwhile makes this update fail, and the pod
-            // lives on; a run that starts after the mark sees it and takes a new pod.
-            Pod expiring = new PodBuilder(pod).editMetadata()
-                    .addToAnnotations(SandboxLabels.EXPIRING, now.toString())
-                    .endMetadata().build();
-            if (writes.updateIfUnchanged(expiring).outcome() == PodWrites.Outcome.UPDATED) {
-                LOGGER.info("session pod " + name + " idle since " + PodStates.lastUsedAt(pod) + "; deleting");
-                writes.delete(name);
-            }
+        Instant lastUsed = PodStates.lastUsedAt(pod);
+        if (lastUsed.plus(limits.sessionIdleAfter()).isBefore(now)) {
+            expireSession(pod, now, "idle since " + lastUsed);
+        } else if (SessionPods.pastLifetime(pod, limits.sessionMaxLifetime(), now)
+                && lastUsed.plus(limits.orphanedClaimAfter()).isBefore(now)) {
+            // Past its lifetime no run starts on it; one that started before has ended by now.
+            expireSession(pod, now, "started " + PodStates.claimedAt(pod) + ", past its lifetime of "
+                    + limits.sessionMaxLifetime().toSeconds() + "s");
+        }
+    }
+
+    private void expireSession(Pod pod, Instant now, String why) {
+        // Mark first, conditionally: a run that touched the pod meanwhile makes this update fail, and the pod
+        // lives on; a run that starts after the mark sees it and takes a new pod.
+        Pod expiring = new PodBuilder(pod).editMetadata()
+                .addToAnnotations(SandboxLabels.EXPIRING, now.toString())
+                .endMetadata().build();
+        if (writes.updateIfUnchanged(expiring).outcome() == PodWrites.Outcome.UPDATED) {
+            LOGGER.info("session pod " + pod.getMetadata().getName() + " " + why + "; deleting");
+            writes.delete(pod.getMetadata().getName());
         }
     }
 

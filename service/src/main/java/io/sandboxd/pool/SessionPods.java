@@ -16,6 +16,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 import java.util.logging.Logger;
 
+import io.sandboxd.limits.ProjectLimit;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.sandbox.SandboxFailure;
@@ -30,11 +31,35 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * label from the informer, so any replica can serve a session; its name is derived from a hash of project and session
  * id, so two replicas creating it at once collide (409) instead of making two. The key includes the project, so a
  * session is never shared across projects. Runs of one session are serialised within a replica.
+ *
+ * <p>Bounds: a project may have at most {@link Bounds#maxPerProject} session pods (counted from the informer, so across
+ * replicas; a new session beyond that is refused with 429 naming {@code limits.perProject.sessions}); a session takes
+ * no run once it is {@link Bounds#maxLifetime} old (counted from its pod's {@code claimed-at}): the next run of that
+ * session id deletes the old pod and starts a fresh session, as after the idle timeout, and the leader deletes an old
+ * pod nobody uses ({@link PoolReconciler}).
  */
 public final class SessionPods {
 
     private static final Logger LOGGER = Logger.getLogger(SessionPods.class.getName());
     private static final int MAX_ATTEMPTS = 5;
+    /** A creation this replica made that the informer has not shown after this long is no longer counted. */
+    private static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
+    /** The leader deletes expired session pods on its passes; a retry should come after the next one. */
+    private static final Duration REAP_LAG = Duration.ofSeconds(5);
+
+    /**
+     * Bounds of sessions.
+     *
+     * @param maxPerProject session pods one project may have (0: no limit)
+     * @param idleAfter     idle time after which the leader destroys a session
+     * @param maxLifetime   age after which a session takes no more runs and is destroyed
+     */
+    public record Bounds(int maxPerProject, Duration idleAfter, Duration maxLifetime) {
+    }
+
+    /** A session pod this replica is creating, until the informer shows it. */
+    private record PendingSession(String project, Instant since) {
+    }
 
     private final PodCache cache;
     private final PodWrites writes;
@@ -44,7 +69,10 @@ public final class SessionPods {
     private final Clock clock;
     private final Duration readyWait;
     private final Duration lockWait;
+    private final Bounds bounds;
     private final Map<String, SessionLock> locks = new ConcurrentHashMap<>();
+    /** Session pods this replica is creating, by name; guarded by {@code this} with the count of a project's sessions. */
+    private final Map<String, PendingSession> pending = new LinkedHashMap<>();
 
     /**
      * @param cache     snippet pod informer
@@ -55,9 +83,10 @@ public final class SessionPods {
      * @param clock     clock
      * @param readyWait longest wait for the session pod to be ready
      * @param lockWait  longest wait for another run of the same session to finish
+     * @param bounds    sessions per project, idle time and lifetime
      */
     public SessionPods(PodCache cache, PodWrites writes, SnippetPodSpec spec, PoolCounters counters, String replicaId,
-                       Clock clock, Duration readyWait, Duration lockWait) {
+                       Clock clock, Duration readyWait, Duration lockWait, Bounds bounds) {
         this.cache = cache;
         this.writes = writes;
         this.spec = spec;
@@ -66,6 +95,7 @@ public final class SessionPods {
         this.clock = clock;
         this.readyWait = readyWait;
         this.lockWait = lockWait;
+        this.bounds = bounds;
     }
 
     /**
@@ -151,6 +181,7 @@ public final class SessionPods {
                 current = Optional.empty();
             }
             if (current.isEmpty()) {
+                countIn(hash, name, project);
                 create(hash, name, project, agent, requestId);
             }
             Optional<Pod> ready = cache.await(() -> cache.pod(name).filter(p -> PodStates.isReady(p)
@@ -174,7 +205,61 @@ public final class SessionPods {
     private boolean usable(Pod pod, String hash) {
         return !PodStates.isDeleting(pod) && !PodStates.isTerminal(pod)
                 && hash.equals(PodStates.labels(pod).get(SandboxLabels.SESSION))
-                && !PodStates.annotations(pod).containsKey(SandboxLabels.EXPIRING);
+                && !PodStates.annotations(pod).containsKey(SandboxLabels.EXPIRING)
+                && !pastLifetime(pod, bounds.maxLifetime(), clock.instant());
+    }
+
+    /**
+     * @param pod         a session pod
+     * @param maxLifetime a session's longest life
+     * @param now         now
+     * @return whether the session has lived its longest (counted from its pod's {@code claimed-at})
+     */
+    static boolean pastLifetime(Pod pod, Duration maxLifetime, Instant now) {
+        return PodStates.claimedAt(pod).plus(maxLifetime).isBefore(now);
+    }
+
+    /**
+     * Counts a new session of {@code project} in, or refuses it with 429 when the project already has its maximum.
+     * Its own session's old pod (being replaced) is not counted; pods being deleted or marked expiring are not either.
+     */
+    private synchronized void countIn(String hash, String name, String project) {
+        Instant now = clock.instant();
+        pending.values().removeIf(p -> p.since().plus(PENDING_CREATE_EXPIRY).isBefore(now));
+        pending.keySet().removeIf(pendingName -> cache.pod(pendingName).isPresent());
+        if (bounds.maxPerProject() > 0) {
+            int open = 0;
+            Instant soonestEnd = null;
+            for (Pod pod : cache.pods()) {
+                Map<String, String> labels = PodStates.labels(pod);
+                if (!labels.containsKey(SandboxLabels.SESSION) || hash.equals(labels.get(SandboxLabels.SESSION))
+                        || !project.equals(PodStates.annotations(pod).get(SandboxLabels.PROJECT_ANNOTATION))
+                        || PodStates.isDeleting(pod) || PodStates.annotations(pod).containsKey(SandboxLabels.EXPIRING)) {
+                    continue;
+                }
+                open++;
+                Instant idleEnd = PodStates.lastUsedAt(pod).plus(bounds.idleAfter());
+                Instant lifeEnd = PodStates.claimedAt(pod).plus(bounds.maxLifetime());
+                Instant end = idleEnd.isBefore(lifeEnd) ? idleEnd : lifeEnd;
+                soonestEnd = soonestEnd == null || end.isBefore(soonestEnd) ? end : soonestEnd;
+            }
+            for (Map.Entry<String, PendingSession> creating : pending.entrySet()) {
+                if (!creating.getKey().equals(name) && creating.getValue().project().equals(project)) {
+                    open++;
+                }
+            }
+            if (open >= bounds.maxPerProject()) {
+                // Retry once the project's next session to close (idle or too old) has been reaped.
+                long retryAfter = soonestEnd == null ? 1
+                        : Duration.between(now, soonestEnd.plus(REAP_LAG)).toSeconds() + 1;
+                throw ProjectLimit.SESSIONS.exceeded(project, open, retryAfter);
+            }
+        }
+        pending.put(name, new PendingSession(project, now));
+    }
+
+    private synchronized void creationFailed(String name) {
+        pending.remove(name);
     }
 
     private void create(String hash, String name, String project, String agent, String requestId) {
@@ -189,6 +274,7 @@ public final class SessionPods {
             LOGGER.info("created session pod " + name);
         } catch (KubernetesClientException e) {
             if (e.getCode() != 409) {
+                creationFailed(name);
                 throw SandboxFailure.unavailable(WarmPool.NO_WARM_POD);
             }
             // Another replica created it first: use that one.

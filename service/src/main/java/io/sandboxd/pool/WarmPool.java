@@ -22,6 +22,9 @@ import io.fabric8.kubernetes.api.model.Pod;
  * pod. With neither, a request waits, woken by informer events, up to its limit, and asks a replica that holds idle
  * reservations to pass one on. Creating and deleting pool pods is
  * the {@link PoolReconciler}'s job, except that the request that used a pod deletes it.
+ *
+ * <p>Requests of this replica take pods in turn, in a {@link FairQueue}: round-robin across projects, so one
+ * project's burst of waiting requests does not make another project's requests wait behind it.
  */
 public final class WarmPool implements AutoCloseable {
 
@@ -39,6 +42,8 @@ public final class WarmPool implements AutoCloseable {
     /** Pods this replica holds or is writing right now, so its own requests and reservations never race each other. */
     private final Set<String> held = ConcurrentHashMap.newKeySet();
     private final ReservedPods reservations;
+    /** Whose turn it is to take the next pod. */
+    private final FairQueue turns = new FairQueue();
     /** Deletions run on their own threads: a run's response must not wait for the API server. */
     private final ExecutorService deletions = Executors.newVirtualThreadPerTaskExecutor();
 
@@ -75,20 +80,30 @@ public final class WarmPool implements AutoCloseable {
      */
     public ClaimedPod claim(String requestId, String project, Duration wait) {
         long[] lastAsk = {System.nanoTime() - ASK_EVERY.toNanos()};
+        FairQueue.Turn turn = turns.enter(project);
+        Optional<ClaimedPod> claimed = Optional.empty();
         try {
-            return cache.await(() -> {
-                Optional<ClaimedPod> pod = reservations.take(requestId, project)
-                        .or(() -> tryClaim(requestId, project));
-                if (pod.isEmpty() && System.nanoTime() - lastAsk[0] >= ASK_EVERY.toNanos()) {
+            claimed = cache.await(() -> {
+                // Only the request whose turn it is takes a pod; the others wait for theirs.
+                Optional<ClaimedPod> pod = turns.isNext(turn)
+                        ? reservations.take(requestId, project).or(() -> tryClaim(requestId, project))
+                        : Optional.empty();
+                if (pod.isEmpty() && reservations.queued() == 0
+                        && System.nanoTime() - lastAsk[0] >= ASK_EVERY.toNanos()) {
                     // Nothing here: ask a replica that holds idle reservations to pass one on.
                     lastAsk[0] = System.nanoTime();
                     reservations.askForOne();
                 }
                 return pod;
-            }, wait).orElseThrow(() -> SandboxFailure.unavailable(NO_WARM_POD));
+            }, wait);
+            return claimed.orElseThrow(() -> SandboxFailure.unavailable(NO_WARM_POD));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw SandboxFailure.unavailable(NO_WARM_POD);
+        } finally {
+            if (turns.leave(turn, claimed.isPresent())) {
+                cache.wake(); // the next request's turn
+            }
         }
     }
 
@@ -127,6 +142,13 @@ public final class WarmPool implements AutoCloseable {
      */
     int reservedCount() {
         return reservations.queued();
+    }
+
+    /**
+     * @return requests of this replica waiting for a pod now
+     */
+    int waitingCount() {
+        return turns.waiting();
     }
 
     private Optional<ClaimedPod> tryClaim(String requestId, String project) {

@@ -3,12 +3,12 @@ package io.sandboxd.run;
 import com.fasterxml.jackson.annotation.JsonProperty;
 
 /**
- * {@code GET /v1/pool}.
+ * {@code GET /v1/pool}: every field pool-wide, the same whichever replica answers (D8).
  *
- * @param warm         pods ready right now
+ * @param warm         pool pods ready to serve right now (informer cache)
  * @param target       pool size maintained
- * @param inFlight     snippet runs under way on this replica
- * @param createdTotal snippet pods this replica created since it started
+ * @param inFlight     snippet runs under way in the pool (pool pods handed to a request, informer cache)
+ * @param createdTotal snippet pods created since sandboxd was installed, by any replica (kept in a ConfigMap)
  */
 public record PoolStatus(@JsonProperty("warm") int warm,
                          @JsonProperty("target") int target,

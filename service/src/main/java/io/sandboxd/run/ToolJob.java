@@ -1,6 +1,6 @@
 package io.sandboxd.run;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.JsonNode;
 import io.sandboxd.tokens.ProjectIdentity;
 
 /**
@@ -11,7 +11,7 @@ import io.sandboxd.tokens.ProjectIdentity;
  * @param image          the agent's image (equal to the token's)
  * @param module         Python module
  * @param function       function
- * @param args           keyword arguments
+ * @param args           keyword arguments: a JSON object, kept as its compact text (passed on, never read)
  * @param timeoutSeconds timeout (already within bounds)
  */
 public record ToolJob(ProjectIdentity caller,
@@ -19,6 +19,6 @@ public record ToolJob(ProjectIdentity caller,
                       String image,
                       String module,
                       String function,
-                      ObjectNode args,
+                      JsonNode args,
                       int timeoutSeconds) {
 }

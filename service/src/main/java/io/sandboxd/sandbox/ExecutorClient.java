@@ -7,6 +7,8 @@ import java.util.List;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import io.sandboxd.json.JsonLimits;
+
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -26,8 +28,15 @@ public final class ExecutorClient {
 
     private static final Logger LOGGER = Logger.getLogger(ExecutorClient.class.getName());
 
+    /**
+     * Most JSON tokens read in one executor reply: its shape is fixed (a handful of fields and six tokens per file,
+     * at most {@code maxFiles} of them), so anything near this bound is not an executor reply.
+     */
+    static final long MAX_REPLY_TOKENS = 100_000;
+
     private final PodHttp http;
     private final ObjectMapper json;
+    private final ObjectMapper replies;
     private final long maxReplyBytes;
     private final int port;
 
@@ -40,6 +49,7 @@ public final class ExecutorClient {
     public ExecutorClient(HttpClient client, ObjectMapper json, long maxReplyBytes, int port) {
         this.http = new PodHttp(client);
         this.json = json;
+        this.replies = new JsonLimits(maxReplyBytes, MAX_REPLY_TOKENS, 16).treeMapper();
         this.maxReplyBytes = maxReplyBytes;
         this.port = port;
     }
@@ -136,7 +146,7 @@ public final class ExecutorClient {
     }
 
     private JsonNode parse(byte[] body) throws IOException {
-        JsonNode node = json.readTree(body);
+        JsonNode node = replies.readTree(body);
         if (node == null || node.isMissingNode()) {
             throw new IllegalArgumentException("empty reply");
         }

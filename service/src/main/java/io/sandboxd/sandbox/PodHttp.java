@@ -11,6 +11,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import io.sandboxd.logging.CallerText;
+
 /**
  * One JSON POST to the HTTP server inside a sandbox pod ({@code http://<podIP>:8080}), with an overall deadline and a
  * cap on the reply. Outcomes are explicit: a reply (any status), a transport failure, a timeout, or an over-long reply.
@@ -49,7 +51,7 @@ final class PodHttp {
         }
     }
 
-    private static final int MAX_DETAIL_CHARS = 1024;
+    static final int MAX_DETAIL_CHARS = 512;
 
     /** How long a freshly Ready pod may take to become reachable from sandboxd, and how often to look. */
     static final Duration REACHABLE_WITHIN = Duration.ofSeconds(10);
@@ -160,21 +162,30 @@ final class PodHttp {
     }
 
     /**
-     * The pod's {@code error} field, or a bounded excerpt of the body when it has none.
+     * The pod's {@code error} field, or an excerpt of the body when it has none; at most {@value #MAX_DETAIL_CHARS}
+     * characters either way (a pod's error may quote what the caller sent, such as a file path). The body is read
+     * with a streaming parser that keeps only that field.
      */
     static String errorDetail(com.fasterxml.jackson.databind.ObjectMapper json, byte[] body) {
-        try {
-            com.fasterxml.jackson.databind.JsonNode node = json.readTree(body);
-            if (node != null && node.path("error").isTextual()) {
-                return node.get("error").textValue();
+        try (com.fasterxml.jackson.core.JsonParser parser = json.createParser(body)) {
+            if (parser.nextToken() == com.fasterxml.jackson.core.JsonToken.START_OBJECT) {
+                while (parser.nextToken() == com.fasterxml.jackson.core.JsonToken.FIELD_NAME) {
+                    String name = parser.currentName();
+                    com.fasterxml.jackson.core.JsonToken value = parser.nextToken();
+                    if ("error".equals(name) && value == com.fasterxml.jackson.core.JsonToken.VALUE_STRING) {
+                        return CallerText.prefix(parser.getText(), MAX_DETAIL_CHARS);
+                    }
+                    parser.skipChildren();
+                }
             }
         } catch (IOException | RuntimeException e) {
             // not JSON: fall through to the raw excerpt
         }
-        String text = new String(body, java.nio.charset.StandardCharsets.UTF_8).strip();
+        String text = new String(body, 0, Math.min(body.length, 4 * MAX_DETAIL_CHARS),
+                                 java.nio.charset.StandardCharsets.UTF_8).strip();
         if (text.isEmpty()) {
             return "no detail";
         }
-        return text.length() > MAX_DETAIL_CHARS ? text.substring(0, MAX_DETAIL_CHARS) + "..." : text;
+        return CallerText.prefix(text, MAX_DETAIL_CHARS);
     }
 }

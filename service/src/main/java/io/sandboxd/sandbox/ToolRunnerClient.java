@@ -6,6 +6,10 @@ import java.time.Duration;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import io.sandboxd.json.JsonLimits;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -18,8 +22,12 @@ public final class ToolRunnerClient {
 
     private static final Logger LOGGER = Logger.getLogger(ToolRunnerClient.class.getName());
 
+    /** Deepest nesting read in a tool's reply (Jackson's own default). */
+    static final int MAX_REPLY_DEPTH = 1000;
+
     private final PodHttp http;
     private final ObjectMapper json;
+    private final JsonFactory replies;
     private final long maxReplyBytes;
     private final int port;
 
@@ -32,6 +40,7 @@ public final class ToolRunnerClient {
     public ToolRunnerClient(HttpClient client, ObjectMapper json, long maxReplyBytes, int port) {
         this.http = new PodHttp(client);
         this.json = json;
+        this.replies = new JsonLimits(maxReplyBytes, 0, MAX_REPLY_DEPTH).factory();
         this.maxReplyBytes = maxReplyBytes;
         this.port = port;
     }
@@ -54,12 +63,12 @@ public final class ToolRunnerClient {
      * @param token          the pod's own secret, read from the Pod object (sent as {@code Authorization: Bearer})
      * @param module         Python module
      * @param function       function name
-     * @param args           keyword arguments
+     * @param args           keyword arguments (a JSON object; compact text is written as it is)
      * @param timeoutSeconds the call's timeout
      * @return the runner's reply
      * @throws SandboxFailure with a contract 502 message
      */
-    public ToolRunnerReply call(String podIp, String token, String module, String function, ObjectNode args,
+    public ToolRunnerReply call(String podIp, String token, String module, String function, JsonNode args,
                                 int timeoutSeconds) {
         ObjectNode body = json.createObjectNode();
         body.put("module", module);
@@ -95,9 +104,8 @@ public final class ToolRunnerClient {
             throw SandboxFailure.badGateway("tool execution failed: the tool runner returned HTTP " + reply.status()
                                                     + ": " + PodHttp.errorDetail(json, reply.body()));
         }
-        try {
-            JsonNode node = json.readTree(reply.body());
-            return ToolRunnerReply.from(node);
+        try (JsonParser parser = replies.createParser(reply.body())) {
+            return ToolRunnerReply.read(parser);
         } catch (IOException | IllegalArgumentException e) {
             LOGGER.log(Level.WARNING, "tool runner reply not usable: " + SandboxFailure.describe(e));
             throw SandboxFailure.badGateway("invalid response from the tool sandbox", e);

@@ -1,5 +1,7 @@
 package io.sandboxd.tokens;
 
+import io.sandboxd.logging.CallerText;
+
 /**
  * A project token that was not accepted. The message says what happened and what to do, and is sent to the caller
  * as the 401 error text.
@@ -57,12 +59,13 @@ public final class TokenRejected extends Exception {
     }
 
     static TokenRejected malformed(String detail) {
-        return new TokenRejected(Reason.MALFORMED, "malformed project token (" + detail + "): " + REDEPLOY);
+        return new TokenRejected(Reason.MALFORMED, "malformed project token (" + CallerText.prefix(detail, 200) + "): "
+                + REDEPLOY);
     }
 
     static TokenRejected disallowedAlgorithm(String alg) {
-        return new TokenRejected(Reason.DISALLOWED_ALGORITHM, "project token uses algorithm \"" + alg
-                + "\", which sandboxd does not accept (only asymmetric signatures: ES256/384/512, RS256/384/512, "
+        return new TokenRejected(Reason.DISALLOWED_ALGORITHM, "project token uses algorithm " + CallerText.quote(alg)
+                + ", which sandboxd does not accept (only asymmetric signatures: ES256/384/512, RS256/384/512, "
                 + "PS256/384/512, EdDSA): " + REDEPLOY);
     }
 
@@ -71,9 +74,9 @@ public final class TokenRejected extends Exception {
     }
 
     static TokenRejected unknownKey(String kid) {
-        return new TokenRejected(Reason.UNKNOWN_KEY, "project token is signed with a key sandboxd does not know (kid \""
-                + kid + "\"): " + REDEPLOY + "; if that does not help, the operator must install the control "
-                + "plane's current verification key");
+        return new TokenRejected(Reason.UNKNOWN_KEY, "project token is signed with a key sandboxd does not know (kid "
+                + CallerText.quote(kid) + "): " + REDEPLOY + "; if that does not help, the operator must install the "
+                + "control plane's current verification key");
     }
 
     static TokenRejected badSignature() {

@@ -81,6 +81,30 @@ class SandboxConfigTest {
     }
 
     @Test
+    void perProjectLimitsAndTheSessionLifetimeHaveDefaultsAndCanBeSet() throws Exception {
+        SandboxConfig defaults = SandboxConfig.from(ConfigLoader.load(null).get("sandbox"));
+        assertEquals(new ProjectLimitSettings(100, 16, 8, 8), defaults.projectLimits());
+        assertEquals(ProjectLimitSettings.DEFAULTS, defaults.projectLimits());
+        assertEquals(3600, defaults.snippet().sessionMaxLifetimeSeconds());
+
+        Path file = Files.writeString(dir.resolve("application.yaml"), """
+                sandbox:
+                  snippet: {sessionMaxLifetimeSeconds: 600}
+                  limits: {perProject: {executeInFlight: 4, sessionRunsInFlight: 0, callInFlight: 2, sessions: 3}}
+                """);
+        SandboxConfig config = SandboxConfig.from(ConfigLoader.load(file.toString()).get("sandbox"));
+        assertEquals(new ProjectLimitSettings(4, 0, 2, 3), config.projectLimits());
+        assertEquals(600, config.snippet().sessionMaxLifetimeSeconds());
+
+        Path negative = Files.writeString(dir.resolve("n.yaml"), "sandbox: {limits: {perProject: {sessions: -1}}}");
+        assertThrows(IllegalArgumentException.class,
+                     () -> SandboxConfig.from(ConfigLoader.load(negative.toString()).get("sandbox")));
+        Path noLifetime = Files.writeString(dir.resolve("l.yaml"), "sandbox: {snippet: {sessionMaxLifetimeSeconds: 0}}");
+        assertThrows(IllegalArgumentException.class,
+                     () -> SandboxConfig.from(ConfigLoader.load(noLifetime.toString()).get("sandbox")));
+    }
+
+    @Test
     void theIsolationGateChecksWhatEachKindMustNotReach() throws Exception {
         Path file = Files.writeString(dir.resolve("application.yaml"), """
                 sandbox:

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 
 import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.config.UidRange;
 
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
@@ -150,6 +151,53 @@ class PodSpecTest {
     }
 
     @Test
+    void everySandboxPodRunsAsAUidOfItsOwnFromTheRange() {
+        UidRange range = new UidRange(1_000_000L, 1_000_999L);
+        SecuritySettings security = new SecuritySettings("RuntimeDefault", "", "",
+                                                         io.sandboxd.config.IsolationGateSettings.DEFAULTS, range);
+        List<Pod> live = new java.util.ArrayList<>();
+        SandboxUids uids = SandboxUids.skipping(range, () -> live);
+        SnippetPodSpec snippets = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, security, uids);
+        ToolPodSpec tools = new ToolPodSpec("cai-sandbox", TestSettings.TOOL, security, TestSettings.SNIPPET.image(),
+                                            uids);
+        java.util.Set<Long> seen = new java.util.HashSet<>();
+        for (int i = 0; i < 300; i++) {
+            Pod pod = switch (i % 3) {
+            case 0 -> snippets.poolPod();
+            case 1 -> snippets.sessionPod("0123456789abcdef0123456789abcdef", "r/req", Map.of());
+            default -> tools.pod("img:1", "p", "a", "req", 30);
+            };
+            long uid = SandboxUids.uidOf(pod);
+            assertTrue(range.contains(uid), "in the range: " + uid);
+            assertTrue(seen.add(uid), "no live pod shares uid " + uid + " (pod " + i + ")");
+            live.add(pod);
+        }
+    }
+
+    @Test
+    void uidsOfLivePodsOfAnyReplicaAreSkipped() {
+        UidRange range = new UidRange(2_000_000L, 2_000_009L);
+        // Nine of ten uids belong to live pods another replica created: the one left is the only answer.
+        List<Pod> live = new java.util.ArrayList<>();
+        for (long uid = range.min(); uid < range.max(); uid++) {
+            live.add(new io.fabric8.kubernetes.api.model.PodBuilder().withNewSpec().withNewSecurityContext()
+                             .withRunAsUser(uid).endSecurityContext().endSpec().build());
+        }
+        SandboxUids uids = new SandboxUids(range, () -> live, -1);
+        assertEquals(range.max(), uids.next());
+        // All ten in use (live pods and the one just handed out): a uid is shared rather than refused.
+        assertTrue(range.contains(uids.next()));
+    }
+
+    @Test
+    void aRangeHoldingSandboxdsOwnUidIsRefusedAtStartup() {
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> new SandboxUids(new UidRange(3_000_000L, 3_000_001L), List::of, 3_000_000L));
+        assertTrue(e.getMessage().contains("sandboxd's own uid 3000000"), e.getMessage());
+        assertTrue(SandboxUids.processUid() != -1, "this process's uid is known on Linux");
+    }
+
+    @Test
     void labelValuesAreSanitised() {
         assertEquals("abc", SandboxLabels.labelValue("abc"));
         assertEquals("a-b", SandboxLabels.labelValue("-a b-"));
@@ -163,9 +211,11 @@ class PodSpecTest {
         assertEquals(Boolean.FALSE, spec.getEnableServiceLinks());
         assertEquals(0L, spec.getTerminationGracePeriodSeconds());
         assertEquals(Boolean.FALSE, spec.getHostNetwork());
-        assertEquals(65532L, spec.getSecurityContext().getRunAsUser());
-        assertEquals(65532L, spec.getSecurityContext().getRunAsGroup());
-        assertEquals(65532L, spec.getSecurityContext().getFsGroup());
+        // A uid of its own from the range, never sandboxd's 65532; the same as gid and fsGroup (emptyDirs' group).
+        long uid = spec.getSecurityContext().getRunAsUser();
+        assertTrue(UidRange.DEFAULT.contains(uid) && uid != 65532L, "uid " + uid);
+        assertEquals(uid, spec.getSecurityContext().getRunAsGroup());
+        assertEquals(uid, spec.getSecurityContext().getFsGroup());
         assertEquals(Boolean.TRUE, spec.getSecurityContext().getRunAsNonRoot());
         assertEquals(seccompType, spec.getSecurityContext().getSeccompProfile().getType());
         assertEquals(localhostProfile, spec.getSecurityContext().getSeccompProfile().getLocalhostProfile());
@@ -177,6 +227,8 @@ class PodSpecTest {
             assertEquals(Boolean.FALSE, c.getSecurityContext().getPrivileged());
             assertEquals(Boolean.TRUE, c.getSecurityContext().getReadOnlyRootFilesystem());
             assertEquals(Boolean.TRUE, c.getSecurityContext().getRunAsNonRoot());
+            assertEquals(uid, c.getSecurityContext().getRunAsUser(), "every container runs as the pod's uid");
+            assertEquals(uid, c.getSecurityContext().getRunAsGroup());
             assertEquals(List.of("ALL"), c.getSecurityContext().getCapabilities().getDrop());
             assertTrue(c.getSecurityContext().getCapabilities().getAdd() == null
                                || c.getSecurityContext().getCapabilities().getAdd().isEmpty());

@@ -2,13 +2,17 @@ package io.sandboxd.pool;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
+import io.sandboxd.limits.LimitExceeded;
+import io.sandboxd.limits.ProjectLimit;
 import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
@@ -22,18 +26,23 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * D4 session pods against the mock API server: created on demand, reused within a project, never across projects,
- * reaped when idle.
+ * reaped when idle or past their lifetime, at most so many per project.
  */
 @EnableKubernetesMockClient(crud = true)
 class SessionPodsTest {
 
     static final String NS = WarmPoolTest.NS;
+    /** The chart's defaults: 8 sessions per project, 300 s idle, one hour at most. */
+    static final SessionPods.Bounds BOUNDS = new SessionPods.Bounds(8, Duration.ofSeconds(300), Duration.ofHours(1));
 
     KubernetesClient client;
     private PodCache cache;
@@ -50,8 +59,7 @@ class SessionPodsTest {
         tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
         cache.await(() -> cache.synced() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10));
         counters = new PoolCounters();
-        sessions = new SessionPods(cache, new PodWrites(client, NS), spec, counters, "replica-a", Clock.systemUTC(),
-                                   Duration.ofSeconds(10), Duration.ofSeconds(10));
+        sessions = sessions("replica-a", BOUNDS);
         threads = Executors.newFixedThreadPool(4);
         // stand-in for the kubelet: every session pod becomes Running and Ready
         cache.onChange(() -> {
@@ -99,8 +107,7 @@ class SessionPodsTest {
         Pod pod = client.pods().inNamespace(NS).withName(claimed.name()).get();
         assertEquals(PodToken.of(pod).orElseThrow(), claimed.token());
         // A second replica serving the same session reads the same secret from the same Pod object.
-        SessionPods other = new SessionPods(cache, new PodWrites(client, NS), spec, counters, "replica-b",
-                                            Clock.systemUTC(), Duration.ofSeconds(10), Duration.ofSeconds(10));
+        SessionPods other = sessions("replica-b", BOUNDS);
         Future<ClaimedPod> again = threads.submit(() -> other.runInSession("proj-a", "agent", "conv-t", "req-2",
                                                                            p -> p));
         assertEquals(claimed.token(), again.get(20, TimeUnit.SECONDS).token());
@@ -136,11 +143,93 @@ class SessionPodsTest {
     }
 
     @Test
+    void aProjectAtItsSessionCapGets429NamingTheLimitWhileItsSessionsAndOtherProjectsCarryOn() throws Exception {
+        sessions = sessions("replica-a", new SessionPods.Bounds(2, Duration.ofSeconds(300), Duration.ofHours(1)));
+        String first = runIn("proj-a", "conv-1");
+        runIn("proj-a", "conv-2");
+
+        ExecutionException refused = assertThrows(ExecutionException.class, () -> runIn("proj-a", "conv-3"));
+        LimitExceeded limit = assertInstanceOf(LimitExceeded.class, refused.getCause());
+        assertEquals(ProjectLimit.SESSIONS, limit.limit());
+        assertTrue(limit.retryAfterSeconds() > 290 && limit.retryAfterSeconds() <= 306,
+                   "retry once the least recently used session is idle long enough: " + limit.retryAfterSeconds());
+        assertEquals("project \"proj-a\" already has 2 open sessions (limit limits.perProject.sessions): retry after "
+                             + limit.retryAfterSeconds() + " s", limit.getMessage());
+        assertNull(client.pods().inNamespace(NS).withName(SnippetPodSpec.sessionPodName(
+                SessionPods.sessionHash("proj-a", "conv-3"))).get(), "no pod for the refused session");
+        assertEquals(2, counters.createdTotal());
+
+        assertEquals(first, runIn("proj-a", "conv-1"), "a project at its cap keeps using its sessions");
+        runIn("proj-b", "conv-1");
+        assertEquals(3, counters.createdTotal(), "another project's sessions are not counted against it");
+
+        // A session that ended (its pod deleted) no longer counts.
+        client.pods().inNamespace(NS).withName(first).delete();
+        cache.await(() -> cache.pod(first).isEmpty() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(5));
+        runIn("proj-a", "conv-3");
+    }
+
+    @Test
+    void aSessionPastItsLifetimeTakesNoMoreRunsTheNextRunGetsAFreshSession() throws Exception {
+        sessions = sessions("replica-a", new SessionPods.Bounds(8, Duration.ofSeconds(300), Duration.ofSeconds(600)));
+        String name = runIn("proj-a", "conv-old");
+        String uid = client.pods().inNamespace(NS).withName(name).get().getMetadata().getUid();
+        setAnnotation(name, SandboxLabels.CLAIMED_AT, Instant.now().minusSeconds(601).toString());
+
+        assertEquals(name, runIn("proj-a", "conv-old"), "a session keeps its name");
+        Pod fresh = client.pods().inNamespace(NS).withName(name).get();
+        assertNotEquals(uid, fresh.getMetadata().getUid(), "the old pod was replaced by a fresh one");
+        assertEquals(2, counters.createdTotal());
+    }
+
+    @Test
+    void theLeaderDeletesSessionsPastTheirLifetimeOnceNoRunCanBeUnderWay() throws Exception {
+        String old = runIn("proj-a", "conv-old");
+        String running = runIn("proj-a", "conv-running");
+        String young = runIn("proj-a", "conv-young");
+        Instant longAgo = Instant.now().minusSeconds(4000);
+        // Old and unused since long ago; old with a run that may still be under way (used 10 s ago); young.
+        setAnnotation(old, SandboxLabels.CLAIMED_AT, longAgo.toString());
+        setAnnotation(old, SandboxLabels.LAST_USED_AT, Long.toString(Instant.now().minusSeconds(200).toEpochMilli()));
+        setAnnotation(running, SandboxLabels.CLAIMED_AT, longAgo.toString());
+        setAnnotation(running, SandboxLabels.LAST_USED_AT, Long.toString(Instant.now().minusSeconds(10).toEpochMilli()));
+
+        PoolReconciler reconciler = new PoolReconciler(
+                cache, tools, new PodWrites(client, NS), spec, new PoolCounters(),
+                PoolReconciler.Limits.of(0, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
+                                         Duration.ofSeconds(120), Duration.ofSeconds(300), Duration.ofHours(1)),
+                "replica-a", Clock.systemUTC());
+        try {
+            reconciler.leading(true);
+            reconciler.reconcile();
+            assertNull(client.pods().inNamespace(NS).withName(old).get(), "session past its lifetime not deleted");
+            assertNotNull(client.pods().inNamespace(NS).withName(running).get(), "a run may still be under way");
+            assertNotNull(client.pods().inNamespace(NS).withName(young).get());
+        } finally {
+            reconciler.close();
+        }
+    }
+
+    @Test
     void sessionHashesDependOnProjectAndSession() {
         assertEquals(32, SessionPods.sessionHash("p", "s").length());
         assertNotEquals(SessionPods.sessionHash("p", "s"), SessionPods.sessionHash("q", "s"));
         assertNotEquals(SessionPods.sessionHash("ab", "c"), SessionPods.sessionHash("a", "bc"));
         assertTrue(List.of(SessionPods.sessionHash("p", "s")).get(0).matches("[0-9a-f]{32}"));
+    }
+
+    private SessionPods sessions(String replicaId, SessionPods.Bounds bounds) {
+        return new SessionPods(cache, new PodWrites(client, NS), spec, counters, replicaId, Clock.systemUTC(),
+                               Duration.ofSeconds(10), Duration.ofSeconds(10), bounds);
+    }
+
+    /** Writes an annotation on the stored pod and waits until the informer shows it. */
+    private void setAnnotation(String name, String key, String value) throws InterruptedException {
+        Pod pod = client.pods().inNamespace(NS).withName(name).get();
+        client.pods().inNamespace(NS).resource(new PodBuilder(pod).editMetadata().addToAnnotations(key, value)
+                                                       .endMetadata().build()).update();
+        assertTrue(cache.await(() -> cache.pod(name).filter(p -> value.equals(p.getMetadata().getAnnotations()
+                .get(key))).map(p -> true), Duration.ofSeconds(5)).isPresent());
     }
 
     private String runIn(String project, String sessionId) throws Exception {

@@ -141,6 +141,32 @@ class WarmPoolTest {
     }
 
     @Test
+    void waitingRequestsGetPodsRoundRobinAcrossProjectsNotFirstCome() throws Exception {
+        WarmPool a = pool("replica-a");
+        List<String> order = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<Future<?>> waiting = new ArrayList<>();
+        // One project's burst waits first; another project's single request comes after it.
+        for (int i = 0; i < 4; i++) {
+            waiting.add(threads.submit(waiter(a, "hog-" + i, "proj-hog", order)));
+            awaitWaiting(a, i + 1);
+        }
+        waiting.add(threads.submit(waiter(a, "small-0", "proj-small", order)));
+        awaitWaiting(a, 5);
+
+        for (int i = 0; i < 5; i++) {
+            readyWarmPod("sandbox-fair" + i);
+            int served = i + 1;
+            awaitTrue(() -> order.size() == served, "pod " + i + " handed out: " + order);
+        }
+        for (Future<?> f : waiting) {
+            f.get(10, TimeUnit.SECONDS);
+        }
+        assertEquals(List.of("hog-0", "small-0", "hog-1", "hog-2", "hog-3"), order,
+                     "the other project's request is served second, not behind the whole burst");
+        assertEquals(0, a.waitingCount());
+    }
+
+    @Test
     void podsThatAreNotReadyOrNotWarmAreNeverHandedOut() throws Exception {
         client.pods().inNamespace(NS).resource(new PodBuilder(poolPod("sandbox-starting"))
                                                        .withNewStatus().withPhase("Pending").endStatus().build())
@@ -396,6 +422,27 @@ class WarmPoolTest {
     }
 
     // ---- helpers ----
+
+    private static Callable<Object> waiter(WarmPool pool, String requestId, String project, List<String> order) {
+        return () -> {
+            ClaimedPod pod = pool.claim(requestId, project, Duration.ofSeconds(20));
+            order.add(requestId);
+            return pod;
+        };
+    }
+
+    private static void awaitWaiting(WarmPool pool, int count) throws InterruptedException {
+        awaitTrue(() -> pool.waitingCount() == count, count + " requests waiting");
+    }
+
+    private static void awaitTrue(java.util.function.BooleanSupplier condition, String what)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, "not reached: " + what);
+            Thread.sleep(10);
+        }
+    }
 
     private List<Pod> snippetPods() {
         return client.pods().inNamespace(NS).withLabels(SandboxLabels.snippetSelector()).list().getItems();

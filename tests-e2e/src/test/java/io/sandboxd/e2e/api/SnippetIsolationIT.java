@@ -5,6 +5,7 @@ import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.ExecResult;
 import io.sandboxd.e2e.support.Probes;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.SandboxUids;
 import io.sandboxd.e2e.support.TestPods;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -14,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -74,8 +76,14 @@ class SnippetIsolationIT {
     void snippetHasNoCredentialsNoPrivilegesAndAReadOnlyRoot() {
         ApiResponse r = probe("--no-sa-token", "--unshare", "--seccomp", "--readonly-root");
         assertEquals(0, r.json().get("exit_code").asInt(), r.json().get("stdout").asText());
+        // A uid of its own from the sandbox range (also its gid), never sandboxd's: per-uid kernel limits are its own.
+        SandboxUids uids = SandboxUids.installed(sandboxd.k8s());
         ApiResponse id = sandboxd.execute(Map.of("code", "import os; print(os.getuid(), os.getgid())"));
-        assertEquals("65532 65532\n", id.json().get("stdout").asText());
+        String[] ids = id.json().get("stdout").asText().trim().split(" ");
+        uids.assertSandboxId(Long.parseLong(ids[0]), "the snippet's uid");
+        assertEquals(ids[0], ids[1], "gid = uid: " + id);
+        ApiResponse other = sandboxd.execute(Map.of("code", "import os; print(os.getuid())"));
+        assertNotEquals(ids[0], other.json().get("stdout").asText().trim(), "the next sandbox runs as another uid");
     }
 
     @Test

@@ -3,6 +3,7 @@ package io.sandboxd.e2e.api;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.SandboxUids;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -44,7 +45,9 @@ class ToolCallIT {
     void toolPodHasNoCredentialsAndRunsAsNonRoot() {
         ApiResponse r = call("whoami", Map.of());
         assertEquals(200, r.status(), r.toString());
-        assertEquals(65532, r.json().at("/result/uid").asInt(), r.toString());
+        SandboxUids uids = SandboxUids.installed(sandboxd.k8s());
+        uids.assertSandboxId(r.json().at("/result/uid").asLong(), "the tool's uid");
+        assertEquals(r.json().at("/result/uid").asLong(), r.json().at("/result/gid").asLong(), "gid = uid: " + r);
         assertFalse(r.json().at("/result/service_account_token_present").asBoolean(true), r.toString());
     }
 

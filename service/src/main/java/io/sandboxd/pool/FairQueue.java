@@ -1,0 +1,117 @@
+package io.sandboxd.pool;
+
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The order in which this replica's requests waiting for a warm pod are served: round-robin across projects, first
+ * come first served within a project. The next pod goes to the project served least recently (one not served yet in
+ * this busy spell first; among those, the one whose request has waited longest), so one project's burst cannot make
+ * another project's requests wait behind it: with A's 12 requests and B's 1 waiting, B's is served second, not
+ * thirteenth.
+ *
+ * <p>Only the request whose turn it is tries to take a pod ({@link #isNext}); it leaves the queue when it has one or
+ * gives up, and the next turn begins. Once nobody waits, the history is forgotten.
+ */
+final class FairQueue {
+
+    /** One waiting request. */
+    static final class Turn {
+        private final String project;
+        private final long arrival;
+
+        private Turn(String project, long arrival) {
+            this.project = project;
+            this.arrival = arrival;
+        }
+
+        String project() {
+            return project;
+        }
+    }
+
+    private final Map<String, Deque<Turn>> waiting = new HashMap<>();
+    /** When each project was last served (a sequence number), within the current busy spell. */
+    private final Map<String, Long> lastServed = new HashMap<>();
+    private long arrivals;
+    private long served;
+    private Turn next;
+
+    /**
+     * Queues a request.
+     *
+     * @param project the caller's project
+     * @return its turn, to pass to {@link #isNext} and {@link #leave}
+     */
+    synchronized Turn enter(String project) {
+        Turn turn = new Turn(project, ++arrivals);
+        waiting.computeIfAbsent(project, p -> new ArrayDeque<>()).addLast(turn);
+        if (next == null || waiting.get(project).size() == 1) {
+            next = choose();
+        }
+        return turn;
+    }
+
+    /**
+     * @param turn a queued request
+     * @return whether it is this request's turn to take a pod
+     */
+    synchronized boolean isNext(Turn turn) {
+        return next == turn;
+    }
+
+    /**
+     * Takes a request out of the queue.
+     *
+     * @param turn      a queued request
+     * @param gotAPod   whether it leaves with a pod (its project then goes to the back of the round)
+     * @return whether requests are still waiting (someone should be woken for the next turn)
+     */
+    synchronized boolean leave(Turn turn, boolean gotAPod) {
+        Deque<Turn> queue = waiting.get(turn.project);
+        if (queue == null || !queue.remove(turn)) {
+            return !waiting.isEmpty();
+        }
+        if (queue.isEmpty()) {
+            waiting.remove(turn.project);
+        }
+        if (gotAPod) {
+            lastServed.put(turn.project, ++served);
+        }
+        if (waiting.isEmpty()) {
+            lastServed.clear();
+            next = null;
+            return false;
+        }
+        next = choose();
+        return true;
+    }
+
+    /**
+     * @return requests waiting now
+     */
+    synchronized int waiting() {
+        int count = 0;
+        for (Deque<Turn> queue : waiting.values()) {
+            count += queue.size();
+        }
+        return count;
+    }
+
+    /** The head of the project served least recently; ties go to the request that has waited longest. */
+    private Turn choose() {
+        Turn best = null;
+        long bestServed = Long.MAX_VALUE;
+        for (Deque<Turn> queue : waiting.values()) {
+            Turn head = queue.peekFirst();
+            long servedAt = lastServed.getOrDefault(head.project, 0L);
+            if (best == null || servedAt < bestServed || (servedAt == bestServed && head.arrival < best.arrival)) {
+                best = head;
+                bestServed = servedAt;
+            }
+        }
+        return best;
+    }
+}

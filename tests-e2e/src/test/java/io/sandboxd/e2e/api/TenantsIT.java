@@ -1,0 +1,198 @@
+package io.sandboxd.e2e.api;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.sandboxd.e2e.support.ApiResponse;
+import io.sandboxd.e2e.support.Sandboxd;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * One project cannot crowd out another (issue 9, D9), with the chart's default limits: a project's burst of
+ * long runs does not make another project wait behind it for warm pods (the pool hands pods out round-robin across
+ * projects), and a project that opens sessions up to its cap gets 429 naming the limit while other projects are
+ * still served.
+ *
+ * <p>The defaults make both meaningful without changing values: {@code limits.perProject.executeInFlight} (100 per
+ * replica) is far above the pool target (3), so in the hog test it is fairness, not rejection, that protects B;
+ * {@code limits.perProject.sessions} (8) is reached after eight cheap calls.
+ */
+class TenantsIT {
+    private static final int HOG_RUNS = 24;
+    private static final int HOG_SECONDS = 6;
+    private static final int B_RUNS = 4;
+    /** More sessions than any sensible cap: the flood stops at the first refusal. */
+    private static final int FLOOD_ATTEMPTS = 40;
+    private static final Pattern SESSIONS_REFUSED = Pattern.compile(
+            "project \"[^\"]+\" already has (\\d+) open sessions \\(limit limits\\.perProject\\.sessions\\): "
+                    + "retry after (\\d+) s");
+    private static final Pattern EXECUTE_REFUSED = Pattern.compile(
+            "project \"[^\"]+\" already has \\d+ snippet runs in flight \\(limit limits\\.perProject\\.executeInFlight\\): "
+                    + "retry after \\d+ s");
+
+    private static Sandboxd sandboxd;
+
+    @BeforeAll
+    static void install() {
+        sandboxd = Sandboxd.get();
+    }
+
+    /** A call and how long it took. */
+    private record Timed(ApiResponse response, long millis) {
+    }
+
+    @Test
+    void theHogABurstOfLongRunsDoesNotMakeAnotherProjectWaitBehindIt() throws Exception {
+        sandboxd.awaitWarmPool();
+        String suffix = UUID.randomUUID().toString().substring(0, 8);
+        String projectA = "hog-a-" + suffix;
+        String projectB = "tenant-b-" + suffix;
+        String a = sandboxd.token(projectA, "agent", Sandboxd.AGENT_IMAGE);
+        String b = sandboxd.token(projectB, "agent", Sandboxd.AGENT_IMAGE);
+        String bSession = "cold-" + suffix;
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<Future<ApiResponse>> hog = new ArrayList<>();
+            for (int i = 0; i < HOG_RUNS; i++) {
+                hog.add(threads.submit(() -> sandboxd.post("/v1/execute", Map.of("timeout_s", HOG_SECONDS + 14,
+                        "code", "import time\ntime.sleep(" + HOG_SECONDS + ")\nprint('a')"), a)));
+            }
+            Thread.sleep(1000);
+            // B's cold start in the same run, on the same busy node: a new session's pod is created for its first run.
+            Future<Timed> cold = threads.submit(() -> timed(() -> sandboxd.post("/v1/execute",
+                    Map.of("session_id", bSession, "code", "print('cold')"), b)));
+            List<Future<Timed>> warm = new ArrayList<>();
+            for (int i = 0; i < B_RUNS; i++) {
+                String code = "print(" + i + ")";
+                warm.add(threads.submit(() -> timed(() -> sandboxd.post("/v1/execute", Map.of("code", code), b))));
+            }
+
+            List<Long> bMillis = new ArrayList<>();
+            for (int i = 0; i < B_RUNS; i++) {
+                Timed t = warm.get(i).get(3, TimeUnit.MINUTES);
+                assertEquals(200, t.response().status(), "B's run " + i + " during A's burst: " + t.response());
+                assertEquals(i + "\n", t.response().json().path("stdout").asText());
+                bMillis.add(t.millis());
+            }
+            Timed coldStart = cold.get(3, TimeUnit.MINUTES);
+            assertEquals(200, coldStart.response().status(), coldStart.response().toString());
+
+            int ran = 0;
+            int unavailable = 0;
+            int limited = 0;
+            for (Future<ApiResponse> f : hog) {
+                ApiResponse r = f.get(3, TimeUnit.MINUTES);
+                switch (r.status()) {
+                case 200 -> ran++;
+                case 503 -> {
+                    unavailable++;
+                    assertEquals("no warm sandbox pod available, try again shortly", r.error());
+                }
+                case 429 -> {
+                    limited++;
+                    assertTrue(EXECUTE_REFUSED.matcher(r.error()).matches(), r.error());
+                    assertTrue(r.headers().firstValue("Retry-After").isPresent(), "429 without Retry-After: " + r);
+                }
+                default -> throw new AssertionError("A's run answered " + r);
+                }
+            }
+            System.out.printf("hog: A sent %d concurrent %d-second runs: %d ran, %d got 503 after the wait, %d got 429; "
+                            + "B's %d runs a second later: all 200, worst %d ms (each: %s ms); "
+                            + "B's cold start (a new session's pod) in the same run: %d ms%n",
+                    HOG_RUNS, HOG_SECONDS, ran, unavailable, limited, B_RUNS, Collections.max(bMillis), bMillis,
+                    coldStart.millis());
+        } finally {
+            deleteSessionPods(Set.of(projectB));
+        }
+        sandboxd.awaitWarmPool();
+    }
+
+    @Test
+    void theSessionFloodAProjectAtItsSessionCapIsRefusedAndOthersAreStillServed() throws Exception {
+        sandboxd.awaitWarmPool();
+        String suffix = UUID.randomUUID().toString().substring(0, 8);
+        String projectA = "flood-a-" + suffix;
+        String projectB = "tenant-b-" + suffix;
+        String a = sandboxd.token(projectA, "agent", Sandboxd.AGENT_IMAGE);
+        String b = sandboxd.token(projectB, "agent", Sandboxd.AGENT_IMAGE);
+        try {
+            List<String> opened = new ArrayList<>();
+            ApiResponse refused = null;
+            for (int i = 0; i < FLOOD_ATTEMPTS && refused == null; i++) {
+                String session = "flood-" + i;
+                ApiResponse r = sandboxd.post("/v1/execute", Map.of("session_id", session, "code", "n = " + i), a);
+                if (r.status() == 200) {
+                    opened.add(session);
+                } else {
+                    refused = r;
+                }
+            }
+            assertNotNull(refused, "A opened " + opened.size() + " sessions and was never refused");
+            assertEquals(429, refused.status(), refused.toString());
+            Matcher m = SESSIONS_REFUSED.matcher(refused.error());
+            assertTrue(m.matches(), refused.error());
+            assertEquals(opened.size(), Integer.parseInt(m.group(1)), "refused exactly at the cap: " + refused.error());
+            String retryAfter = refused.headers().firstValue("Retry-After").orElseThrow();
+            assertEquals(m.group(2), retryAfter, "the message and the header agree");
+            assertTrue(Long.parseLong(retryAfter) >= 1, retryAfter);
+
+            // A keeps the sessions it has.
+            ApiResponse again = sandboxd.post("/v1/execute", Map.of("session_id", opened.get(0), "code", "print(n)"), a);
+            assertEquals(200, again.status(), again.toString());
+            assertEquals("0\n", again.json().path("stdout").asText());
+
+            // B is served as before: single-use runs and a session of its own.
+            List<Long> bMillis = new ArrayList<>();
+            for (int i = 0; i < B_RUNS; i++) {
+                String code = "print(" + i + ")";
+                Timed t = timed(() -> sandboxd.post("/v1/execute", Map.of("code", code), b));
+                assertEquals(200, t.response().status(), "B's run " + i + " after A's flood: " + t.response());
+                assertEquals(i + "\n", t.response().json().path("stdout").asText());
+                bMillis.add(t.millis());
+            }
+            Timed bSession = timed(() -> sandboxd.post("/v1/execute",
+                    Map.of("session_id", "own-" + suffix, "code", "print('b')"), b));
+            assertEquals(200, bSession.response().status(), "B opens a session of its own: " + bSession.response());
+            System.out.printf("session flood: A opened %d sessions, the next got 429 (Retry-After %s s): %s; "
+                            + "B's next %d runs: all 200, worst %d ms (each: %s ms); B's own new session: %d ms%n",
+                    opened.size(), retryAfter, refused.error(), B_RUNS, Collections.max(bMillis), bMillis,
+                    bSession.millis());
+        } finally {
+            deleteSessionPods(Set.of(projectA, projectB));
+        }
+        sandboxd.awaitWarmPool();
+    }
+
+    private static Timed timed(java.util.function.Supplier<ApiResponse> call) {
+        long start = System.nanoTime();
+        ApiResponse r = call.get();
+        return new Timed(r, (System.nanoTime() - start) / 1_000_000);
+    }
+
+    /** Session pods stay for the idle timeout; the test's own are removed so they count against nobody's quota. */
+    private static void deleteSessionPods(Set<String> projects) {
+        for (Pod pod : sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("sandboxd.io/session")
+                .list().getItems()) {
+            Map<String, String> annotations = pod.getMetadata().getAnnotations();
+            if (annotations != null && projects.contains(annotations.get("sandboxd.io/project"))) {
+                sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(pod.getMetadata().getName())
+                        .withGracePeriod(0).delete();
+            }
+        }
+    }
+}
