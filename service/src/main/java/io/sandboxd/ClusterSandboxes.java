@@ -76,7 +76,7 @@ final class ClusterSandboxes implements AutoCloseable {
                                                         ExecutorClient.replyCap(snippet.maxOutputBytes(),
                                                                                 snippet.maxFilesBytes()));
         pool = new WarmPool(snippetPods, writes, replicaId, clock, snippet.reservePerReplica(),
-                            executor::awaitReachable);
+                            executor::awaitReachable, snippetSpec::isCurrent);
         Duration warmWait = Duration.ofSeconds(snippet.warmWaitSeconds());
         Duration longestRun = Duration.ofSeconds(snippet.maxTimeoutSeconds()).plus(ExecutorClient.DEADLINE_MARGIN);
         PoolReconciler.Limits limits = PoolReconciler.Limits.of(snippet.poolTarget(),

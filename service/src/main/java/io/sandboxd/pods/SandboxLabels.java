@@ -28,6 +28,8 @@ public final class SandboxLabels {
     public static final String STATE_CLAIMED = "claimed";
     /** {@code sandboxd.io/session}: hash of project and session id (D4 session pods only). */
     public static final String SESSION = "sandboxd.io/session";
+    /** {@code sandboxd.io/pod-spec} on snippet pods: the revision of the spec that built the pod. */
+    public static final String POD_SPEC = "sandboxd.io/pod-spec";
     /** {@code sandboxd.io/project} on tool pods: the project, sanitised to a label value. */
     public static final String PROJECT = "sandboxd.io/project";
 

@@ -1,6 +1,10 @@
 package io.sandboxd.pods;
 
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -8,12 +12,18 @@ import java.util.Map;
 import io.sandboxd.config.SecuritySettings;
 import io.sandboxd.config.SnippetSettings;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 
 /**
  * The one place the snippet sandbox pod is written: pool pods and D4 session pods both come from here.
+ * <p>
+ * Every pod carries this spec's revision ({@link SandboxLabels#POD_SPEC}): a digest of the pod it builds, less what
+ * differs from pod to pod (uid, secret). After an upgrade that changes the pod (runtime class, image, seccomp, limits)
+ * a replica hands out only pods of its own revision, and the pool's maintainer replaces the others.
  */
 public final class SnippetPodSpec {
 
@@ -28,6 +38,7 @@ public final class SnippetPodSpec {
     private final SnippetSettings snippet;
     private final SecuritySettings security;
     private final SandboxUids uids;
+    private final String revision;
 
     /**
      * Pods with uids drawn at random from the configured range, knowing of no live pods (tests).
@@ -51,6 +62,24 @@ public final class SnippetPodSpec {
         this.snippet = snippet;
         this.security = security;
         this.uids = uids;
+        this.revision = digest(build(null, baseLabels(), Map.of(), false, security.sandboxUids().min(),
+                                     new EnvVar(PodToken.ENV, "", null)));
+    }
+
+    /**
+     * @return this spec's revision, the value of {@link SandboxLabels#POD_SPEC} on the pods it builds
+     */
+    public String revision() {
+        return revision;
+    }
+
+    /**
+     * @param pod a snippet pod
+     * @return whether it was built from this spec (its revision label is this one's)
+     */
+    public boolean isCurrent(Pod pod) {
+        Map<String, String> labels = pod.getMetadata().getLabels();
+        return labels != null && revision.equals(labels.get(SandboxLabels.POD_SPEC));
     }
 
     /**
@@ -101,7 +130,13 @@ public final class SnippetPodSpec {
     }
 
     private Pod build(String name, Map<String, String> labels, Map<String, String> annotations, boolean session) {
-        long uid = uids.next();
+        Map<String, String> withRevision = new LinkedHashMap<>(labels);
+        withRevision.put(SandboxLabels.POD_SPEC, revision);
+        return build(name, withRevision, annotations, session, uids.next(), PodToken.freshEnvVar());
+    }
+
+    private Pod build(String name, Map<String, String> labels, Map<String, String> annotations, boolean session,
+                      long uid, EnvVar podToken) {
         List<EnvVar> env = new ArrayList<>();
         env.add(new EnvVar("SANDBOX_WORKDIR", WORKDIR, null));
         env.add(new EnvVar("SANDBOX_MAX_OUTPUT_BYTES", Long.toString(snippet.maxOutputBytes()), null));
@@ -113,7 +148,7 @@ public final class SnippetPodSpec {
             env.add(new EnvVar("SANDBOX_SESSION", "true", null));
         }
         // The executor answers /run only with this pod's own secret (main container only, not the gate).
-        env.add(PodToken.freshEnvVar());
+        env.add(podToken);
 
         PodBuilder pod = new PodBuilder()
                 .withNewMetadata()
@@ -152,5 +187,15 @@ public final class SnippetPodSpec {
                              PodHardening.emptyDir("tmp", snippet.tmpSizeLimit()))
                 .endSpec();
         return PodHardening.hardenPod(pod.build(), security, uid);
+    }
+
+    private static String digest(Pod pod) {
+        try {
+            byte[] json = new ObjectMapper().writeValueAsString(pod).getBytes(StandardCharsets.UTF_8);
+            // 16 hex digits: a label value, and no two revisions of one installation collide in practice.
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(json), 0, 8);
+        } catch (JsonProcessingException | NoSuchAlgorithmException e) {
+            throw new IllegalStateException("cannot digest the snippet pod spec", e);
+        }
     }
 }

@@ -176,6 +176,7 @@ public final class PoolReconciler implements AutoCloseable {
         List<Pod> pods = snippets.pods();
         Set<String> seen = new HashSet<>();
         List<Pod> unclaimed = new ArrayList<>();
+        List<Pod> outdated = new ArrayList<>();
         for (Pod pod : pods) {
             String name = pod.getMetadata().getName();
             seen.add(name);
@@ -198,7 +199,13 @@ public final class PoolReconciler implements AutoCloseable {
                         + " was never used or renewed; deleting");
                 writes.delete(name);
             } else if (unused(pod)) {
-                unclaimed.add(pod);
+                if (spec.isCurrent(pod)) {
+                    unclaimed.add(pod);
+                } else if (PodStates.isLabelledWarm(pod)) {
+                    // Built from another spec (before an upgrade): no replica of this spec hands it out. A reserved
+                    // one is its holder's (an old replica) until used or given back; then it is warm, and replaced.
+                    outdated.add(pod);
+                }
             } else if (orphanedClaim(pod, now)) {
                 LOGGER.warning("pool pod " + name + " claimed by " + PodStates.annotations(pod)
                         .get(SandboxLabels.CLAIMED_BY) + " at " + PodStates.claimedAt(pod)
@@ -214,6 +221,10 @@ public final class PoolReconciler implements AutoCloseable {
             refill(limits.target() - have, now);
         } else if (unclaimed.size() > limits.target()) {
             trim(unclaimed, unclaimed.size() - limits.target());
+        }
+        for (Pod pod : outdated) {
+            takeAndDelete(pod, "built from an earlier pod spec (revision " + PodStates.labels(pod)
+                    .get(SandboxLabels.POD_SPEC) + ", now " + spec.revision() + "): replacing pod ");
         }
         if (tools.synced()) {
             reapToolPods(now);
@@ -263,11 +274,16 @@ public final class PoolReconciler implements AutoCloseable {
         warm.sort(Comparator.comparing(PodStates::isReady)
                           .thenComparing(PodStates::createdAt, Comparator.reverseOrder()));
         for (Pod pod : warm.subList(0, Math.min(excess, warm.size()))) {
-            Pod taken = PoolMarks.claimed(pod, replicaId + TRIM_CLAIM, clock.instant(), null);
-            if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
-                LOGGER.info("pool above target: deleting pod " + pod.getMetadata().getName());
-                writes.delete(pod.getMetadata().getName());
-            }
+            takeAndDelete(pod, "pool above target: deleting pod ");
+        }
+    }
+
+    /** Claims a warm pod first (so that no request takes it meanwhile), then deletes it. */
+    private void takeAndDelete(Pod pod, String why) {
+        Pod taken = PoolMarks.claimed(pod, replicaId + TRIM_CLAIM, clock.instant(), null);
+        if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
+            LOGGER.info(why + pod.getMetadata().getName());
+            writes.delete(pod.getMetadata().getName());
         }
     }
 

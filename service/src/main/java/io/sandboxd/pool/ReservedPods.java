@@ -82,6 +82,7 @@ final class ReservedPods implements AutoCloseable {
     private final Clock clock;
     private final int capacity;
     private final Predicate<String> reachable;
+    private final Predicate<Pod> current;
     private final Set<String> held;
     private final Deque<Reservation> queued = new ConcurrentLinkedDeque<>();
     private final CoalescedPasses passes;
@@ -105,9 +106,11 @@ final class ReservedPods implements AutoCloseable {
      * @param reachable whether a pod at this IP answers HTTP (waits a little)
      * @param held      pods this replica holds or is writing (shared with {@link WarmPool}, so that a direct claim and
      *                  a reservation of this replica never race each other)
+     * @param current   whether a pod was built from this replica's pod spec (only those are reserved or asked for)
      */
     ReservedPods(PodCache cache, PodWrites writes, String replicaId, Clock clock, int capacity,
-                 Predicate<String> reachable, Set<String> held) {
+                 Predicate<String> reachable, Set<String> held, Predicate<Pod> current) {
+        this.current = current;
         this.cache = cache;
         this.writes = writes;
         this.replicaId = replicaId;
@@ -186,6 +189,7 @@ final class ReservedPods implements AutoCloseable {
         }
         Instant now = clock.instant();
         for (Pod pod : cache.inRandomOrder(pod -> PodStates.isReadyToServe(pod) && PodStates.isLabelledReserved(pod)
+                && current.test(pod)
                 && !PoolMarks.reservedBy(pod, replicaId) && !asked.containsKey(pod.getMetadata().getName())
                 && PoolMarks.wantedByOther(pod, replicaId, now, ASK_STANDS).isEmpty())) {
             String name = pod.getMetadata().getName();
@@ -269,7 +273,8 @@ final class ReservedPods implements AutoCloseable {
             return;
         }
         // Random order spreads replicas that reserve at the same moment over different pods.
-        for (Pod pod : cache.inRandomOrder(pod -> PodStates.isWarm(pod) && !held.contains(pod.getMetadata().getName()))) {
+        for (Pod pod : cache.inRandomOrder(pod -> PodStates.isWarm(pod) && current.test(pod)
+                && !held.contains(pod.getMetadata().getName()))) {
             if (missing == 0) {
                 return;
             }

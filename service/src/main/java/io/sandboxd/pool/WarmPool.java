@@ -42,6 +42,7 @@ public final class WarmPool implements AutoCloseable {
     /** Pods this replica holds or is writing right now, so its own requests and reservations never race each other. */
     private final Set<String> held = ConcurrentHashMap.newKeySet();
     private final ReservedPods reservations;
+    private final Predicate<Pod> current;
     /** Whose turn it is to take the next pod. */
     private final FairQueue turns = new FairQueue();
     /** Deletions run on their own threads: a run's response must not wait for the API server. */
@@ -54,14 +55,17 @@ public final class WarmPool implements AutoCloseable {
      * @param clock        clock
      * @param reservePods  most pods this replica keeps reserved for its next requests (0: claim on each request)
      * @param reachable    whether a pod at this IP answers HTTP (checked before a pod is reserved)
+     * @param current      whether a pod was built from this replica's pod spec: only those are handed out (after an
+     *                     upgrade, pods of the old spec are the pool maintainer's to replace)
      */
     public WarmPool(PodCache cache, PodWrites writes, String replicaId, Clock clock, int reservePods,
-                    Predicate<String> reachable) {
+                    Predicate<String> reachable, Predicate<Pod> current) {
         this.cache = cache;
+        this.current = current;
         this.writes = writes;
         this.replicaId = replicaId;
         this.clock = clock;
-        this.reservations = new ReservedPods(cache, writes, replicaId, clock, reservePods, reachable, held);
+        this.reservations = new ReservedPods(cache, writes, replicaId, clock, reservePods, reachable, held, current);
     }
 
     /** Starts keeping pods reserved. */
@@ -124,13 +128,13 @@ public final class WarmPool implements AutoCloseable {
     }
 
     /**
-     * @return pods ready to serve a request right now (cluster-wide, from the informer): warm, or reserved by a
-     *         replica and not yet handed out
+     * @return pods of this replica's spec ready to serve a request right now (cluster-wide, from the informer): warm,
+     *         or reserved by a replica and not yet handed out
      */
     public int warmCount() {
         int count = 0;
         for (Pod pod : cache.pods()) {
-            if (PodStates.isReadyToServe(pod)) {
+            if (PodStates.isReadyToServe(pod) && current.test(pod)) {
                 count++;
             }
         }
@@ -153,7 +157,8 @@ public final class WarmPool implements AutoCloseable {
 
     private Optional<ClaimedPod> tryClaim(String requestId, String project) {
         // Random order spreads concurrent claimers (this replica's and others') over different pods.
-        for (Pod pod : cache.inRandomOrder(pod -> PodStates.isWarm(pod) && !held.contains(pod.getMetadata().getName()))) {
+        for (Pod pod : cache.inRandomOrder(pod -> PodStates.isWarm(pod) && current.test(pod)
+                && !held.contains(pod.getMetadata().getName()))) {
             String name = pod.getMetadata().getName();
             if (!held.add(name)) {
                 continue;

@@ -182,6 +182,53 @@ class WarmPoolTest {
     }
 
     @Test
+    void afterAnUpgradeOnlyPodsOfTheNewSpecAreHandedOutAndTheOldOnesAreReplaced() throws Exception {
+        readyWarmPod("sandbox-old"); // built from the runc spec, as before an upgrade
+        SnippetPodSpec gvisor = new SnippetPodSpec(NS, TestSettings.SNIPPET, new io.sandboxd.config.SecuritySettings(
+                "RuntimeDefault", "", "gvisor", io.sandboxd.config.IsolationGateSettings.DEFAULTS));
+        SnippetPodSpec runc = new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT);
+        assertEquals(runc.revision(), new SnippetPodSpec(NS, TestSettings.SNIPPET,
+                io.sandboxd.TestSettings.RUNTIME_DEFAULT).revision(), "one spec, one revision (uid and secret aside)");
+        assertNotEquals(runc.revision(), gvisor.revision());
+        awaitWarm(1);
+
+        PodCache cache = cache();
+        awaitSynced(cache);
+        WarmPool upgraded = new WarmPool(cache, new PodWrites(client, NS), "replica-new", Clock.systemUTC(), 1,
+                                         ip -> true, gvisor::isCurrent);
+        pools.add(upgraded);
+        upgraded.start();
+        assertEquals(0, upgraded.warmCount(), "a pod of the old spec is not warm for the new one");
+        SandboxFailure e = assertThrows(SandboxFailure.class,
+                                        () -> upgraded.claim("req", "p", Duration.ofMillis(800)));
+        assertEquals(503, e.status());
+        assertEquals("warm", state(client.pods().inNamespace(NS).withName("sandbox-old").get()),
+                     "neither claimed nor reserved by the new replica");
+
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        caches.add(tools);
+        awaitSynced(tools);
+        PoolReconciler reconciler = new PoolReconciler(
+                cache, tools, new PodWrites(client, NS), gvisor, new PoolCounters(),
+                PoolReconciler.Limits.of(2, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
+                                         Duration.ofSeconds(120), Duration.ofSeconds(300)),
+                "replica-new", Clock.systemUTC());
+        try {
+            reconciler.leading(true);
+            reconciler.reconcile();
+            awaitGone("sandbox-old");
+            List<Pod> pods = snippetPods();
+            assertEquals(2, pods.size(), "the target is filled with pods of the new spec: " + pods);
+            for (Pod pod : pods) {
+                assertTrue(gvisor.isCurrent(pod));
+                assertEquals("gvisor", pod.getSpec().getRuntimeClassName());
+            }
+        } finally {
+            reconciler.close();
+        }
+    }
+
+    @Test
     void releaseDeletesThePod() throws Exception {
         readyWarmPod("sandbox-used");
         WarmPool a = pool("replica-a");
@@ -334,7 +381,8 @@ class WarmPoolTest {
         awaitWarm(1);
         // Driven by hand (not started): no background pass runs between the steps.
         ReservedPods reservations = new ReservedPods(cache, new PodWrites(client, NS), "replica-a", clock, 1,
-                                                     ip -> true, java.util.concurrent.ConcurrentHashMap.newKeySet());
+                                                     ip -> true, java.util.concurrent.ConcurrentHashMap.newKeySet(),
+                                                     pod -> true);
         reservations.maintain();
         Pod reserved = awaitPod("sandbox-hold", p -> "reserved".equals(state(p)));
         Instant until = PodStates.reservedUntil(reserved);
@@ -553,7 +601,7 @@ class WarmPoolTest {
     private WarmPool pool(String replicaId, int reserve, Clock clock) throws InterruptedException {
         PodCache cache = cache();
         awaitSynced(cache);
-        WarmPool pool = new WarmPool(cache, new PodWrites(client, NS), replicaId, clock, reserve, ip -> true);
+        WarmPool pool = new WarmPool(cache, new PodWrites(client, NS), replicaId, clock, reserve, ip -> true, pod -> true);
         pools.add(pool);
         pool.start();
         return pool;
