@@ -72,8 +72,51 @@ build_go_tool kube-router "$KUBE_ROUTER_VERSION" github.com/cloudnativelabs/kube
 build_go_tool coredns "$COREDNS_VERSION" github.com/coredns/coredns github.com/coredns/coredns
 build_go_tool helm "$HELM_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm
 
+# containerd 2 with its runc shim and ctr, static.
+ctd_bin=$cache/bin/containerd-$CONTAINERD_VERSION
+if [ ! -x "$ctd_bin/containerd" ]; then
+  echo "building containerd $CONTAINERD_VERSION"
+  mkdir -p "$ctd_bin.tmp"
+  GOBIN="$ctd_bin.tmp" go install -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+    github.com/containerd/containerd/v2/cmd/{containerd,containerd-shim-runc-v2,ctr}@"$CONTAINERD_VERSION"
+  rm -rf "$ctd_bin"; mv "$ctd_bin.tmp" "$ctd_bin"
+fi
+
+# gVisor: runsc and its containerd shim. Both static: runsc re-executes itself inside a chroot without a dynamic
+# loader, so a cgo build dies at every sandbox start ("fork/exec /proc/self/exe: no such file or directory").
+gv_bin=$cache/bin/gvisor-$GVISOR_VERSION
+if [ ! -x "$gv_bin/containerd-shim-runsc-v1" ]; then
+  echo "building gVisor $GVISOR_VERSION (runsc and containerd-shim-runsc-v1)"
+  (cd / && go mod download gvisor.dev/gvisor@"$GVISOR_VERSION")
+  src=$cache/src/gvisor-$GVISOR_VERSION
+  rm -rf "$src"; mkdir -p "$cache/src"
+  cp -r "$(go env GOMODCACHE)/gvisor.dev/gvisor@$GVISOR_VERSION" "$src"; chmod -R u+w "$src"
+  # The shim lowers its own oom_score_adj to -999 and fails when it may not; nodes without CAP_SYS_RESOURCE
+  # (these VMs; the same reason containerd runs with restrict_oom_score_adj) then start no sandbox at all. containerd's
+  # own runc shim ignores that permission error; so does ours, and nothing else changes.
+  python3 - "$src/pkg/shim/v1/manager.go" <<'PY'
+import re, sys
+p = sys.argv[1]
+s = open(p).read()
+pat = re.compile(r"if err := sys\.SetOOMScore\((?P<args>[^)]*)\); err != nil \{")
+m = pat.search(s)
+if not m:
+    sys.exit("gVisor shim: SetOOMScore call not found in " + p + "; update the patch for this version")
+s = s[:m.start()] + "if err := sys.SetOOMScore(" + m.group("args") + "); err != nil && !errors.Is(err, os.ErrPermission) {" + s[m.end():]
+for imp in ('"errors"', '"os"'):
+    if "\t" + imp + "\n" not in s:
+        s = s.replace("import (\n", "import (\n\t" + imp + "\n", 1)
+open(p, "w").write(s)
+PY
+  mkdir -p "$gv_bin.tmp"
+  (cd "$src" && go build -ldflags "-s -w" -o "$gv_bin.tmp/runsc" ./runsc \
+     && go build -ldflags "-s -w" -o "$gv_bin.tmp/containerd-shim-runsc-v1" ./shim)
+  rm -rf "$gv_bin"; mv "$gv_bin.tmp" "$gv_bin"
+fi
+
 mkdir -p "$cache/bin/current"
-for d in "$k8s_bin" "$cache/bin/kube-router-$KUBE_ROUTER_VERSION" "$cache/bin/coredns-$COREDNS_VERSION" "$cache/bin/helm-$HELM_VERSION"; do
+for d in "$k8s_bin" "$cache/bin/kube-router-$KUBE_ROUTER_VERSION" "$cache/bin/coredns-$COREDNS_VERSION" "$cache/bin/helm-$HELM_VERSION" \
+         "$ctd_bin" "$gv_bin"; do
   for f in "$d"/*; do ln -sf "$f" "$cache/bin/current/$(basename "$f")"; done
 done
 echo "binaries in $cache/bin/current"

@@ -26,7 +26,9 @@ if [ -S "$CLUSTER_STATE/containerd/containerd.sock" ]; then
   done
 fi
 # containerd-shim processes of this containerd outlive it by design; end them by their socket path.
-pkill -KILL -f "containerd-shim-runc-v2 .*-address $CLUSTER_STATE/containerd/containerd.sock" 2>/dev/null
+pkill -KILL -f "containerd-shim-run(c-v2|sc-v1) .*-address $CLUSTER_STATE/containerd/containerd.sock" 2>/dev/null
+# gVisor's sandbox and gofer processes (runsc, rooted in this cluster's runsc state).
+pkill -KILL -f "runsc .*--root=$CLUSTER_STATE/containerd/state/runsc" 2>/dev/null
 for c in containerd kube-scheduler kube-controller-manager kube-apiserver etcd targets; do stop "$c"; done
 
 # Mounts left by pods (volumes, overlay rootfs, netns) under the kubelet and containerd dirs.

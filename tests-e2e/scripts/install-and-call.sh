@@ -13,9 +13,13 @@ if [ ! -f "$keys/dev.key" ]; then
   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$keys/dev.key" 2>/dev/null
   openssl pkey -in "$keys/dev.key" -pubout -out "$keys/dev.pem"
 fi
-echo "[up] installing the chart (release sandboxd, namespace cai-system)"
+# Sandboxes run under gVisor on the local cluster (the RuntimeClass cluster-up.sh creates); SANDBOXD_RUNTIME_CLASS=""
+# runs them on the cluster default (runc). The chart's own default stays the cluster default.
+runtime_class=${SANDBOXD_RUNTIME_CLASS-gvisor}
+echo "[up] installing the chart (release sandboxd, namespace cai-system, sandboxes on ${runtime_class:-the cluster default runtime})"
 helm upgrade --install sandboxd "$repo/charts/sandboxd" --namespace cai-system --create-namespace \
-  -f <(bash "$here/local-values.sh") --set-file tokens.publicKeys.dev="$keys/dev.pem" --wait --timeout 5m >/dev/null
+  -f <(bash "$here/local-values.sh") --set-file tokens.publicKeys.dev="$keys/dev.pem" \
+  --set-string runtimeClassName="$runtime_class" --wait --timeout 5m >/dev/null
 token=$("$repo/service/bin/mint-token" --private-key "$keys/dev.key" --kid dev --project demo \
   --agent demo-agent --image sandboxd.local/agent-tools:dev --ttl-seconds 86400)
 echo "$token" > "$keys/demo.token"
@@ -30,9 +34,9 @@ for _ in $(seq 150); do
 done
 echo "[up] GET /v1/pool"
 curl -s "http://127.0.0.1:$port/v1/pool"; echo
-echo "[up] POST /v1/execute {\"code\":\"print(2**32)\"}"
+echo "[up] POST /v1/execute {\"code\":\"print(open('/proc/version').read())\"}  (the sandbox's kernel)"
 curl -s -X POST "http://127.0.0.1:$port/v1/execute" -H "Authorization: Bearer $token" \
-  -H "Content-Type: application/json" -d '{"code":"print(2**32)","timeout_s":10}'; echo
+  -H "Content-Type: application/json" -d '{"code":"print(open(\"/proc/version\").read())","timeout_s":10}'; echo
 cat <<TXT
 
 sandboxd is running. To call it yourself:

@@ -7,6 +7,7 @@ import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.Attacks;
 import io.sandboxd.e2e.support.Attacks.Report;
 import io.sandboxd.e2e.support.Env;
@@ -38,6 +39,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * shown to answer, on the same channel, from a control pod that no sandbox policy covers.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@IsolationTest
 class ChannelsIT {
     private static final Pattern GATE_CLOSED = Pattern.compile("isolation gate: closed after ([0-9.]+)s \\((\\d+) round");
     private static Sandboxd sandboxd;

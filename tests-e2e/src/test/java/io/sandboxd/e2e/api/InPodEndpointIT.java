@@ -2,6 +2,7 @@ package io.sandboxd.e2e.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.ExecResult;
 import io.sandboxd.e2e.support.Sandboxd;
@@ -26,6 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * refuses it. And a snippet, same uid as the executor (PID 1), can neither forge lines in its pod's
  * container log through /proc/1/fd nor read that secret.
  */
+@IsolationTest
 class InPodEndpointIT {
     private static final String CONTAINER = "executor";
     private static Sandboxd sandboxd;

@@ -2,6 +2,7 @@ package io.sandboxd.e2e.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.SandboxUids;
@@ -30,6 +31,7 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
  * <p>
  * Python's standard library has no inotify binding: the snippets call libc's {@code inotify_init1} through ctypes.
  */
+@IsolationTest
 class PerUidLimitsIT {
     private static final String LIBC = """
             import ctypes, errno, json, os, resource

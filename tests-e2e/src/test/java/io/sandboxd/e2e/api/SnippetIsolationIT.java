@@ -1,5 +1,6 @@
 package io.sandboxd.e2e.api;
 
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.ExecResult;
@@ -22,6 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Attacks from inside a real snippet sandbox, sent through /v1/execute like any agent's code; each
  * blocked target is first shown to answer from a pod that no sandbox policy covers.
  */
+@IsolationTest
 class SnippetIsolationIT {
     private static final String PROBE = "/opt/sandboxd/probe/sandbox_probe.py";
     private static Sandboxd sandboxd;

@@ -13,6 +13,7 @@ import io.fabric8.kubernetes.client.Watcher;
 import io.fabric8.kubernetes.client.WatcherException;
 import io.sandboxd.config.ConfigLoader;
 import io.sandboxd.config.SandboxConfig;
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.ExecResult;
@@ -53,6 +54,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * image-defined VOLUME that the runtime must ignore. Each check has a positive control: the same code in a
  * pod without that defence ({@code unhardened}, {@code disk-control}) or a path that must work.
  */
+@IsolationTest
 class ToolPodHardeningIT {
     private static final String PROBE = "/opt/sandboxd/probe/sandbox_probe.py";
     private static final List<String> PROBE_CHECKS = List.of("--readonly-root", "--seccomp", "--no-sa-token", "--unshare");

@@ -71,10 +71,14 @@ class WarmPoolBenchmark {
      * (authenticated /v1/execute with a body that fails validation, GET /v1/pool) are cheap enough to
      * send by the thousand; a few real runs warm the path to the pod.
      */
-    private static void warmUp(Sandboxd sandboxd) {
+    static void warmUp(Sandboxd sandboxd) {
+        warmUp(sandboxd, WARM_UP_CALLS);
+    }
+
+    static void warmUp(Sandboxd sandboxd, int calls) {
         URI service = sandboxd.serviceUri();
         String token = sandboxd.token();
-        for (int i = 0; i < WARM_UP_CALLS; i++) {
+        for (int i = 0; i < calls; i++) {
             assertEquals(400, sandboxd.send(service, "POST", "/v1/execute", "{\"code\":5}", token).status());
             assertEquals(200, sandboxd.send(service, "GET", "/v1/pool", null, null).status());
         }
@@ -88,7 +92,7 @@ class WarmPoolBenchmark {
      *              starting on the node while the batch runs (the latency of sandboxd's own path);
      *              otherwise only until enough pods are warm (the latency under refill churn)
      */
-    private static List<Long> warm(Sandboxd sandboxd, int concurrency, int runs, boolean quiet) throws Exception {
+    static List<Long> warm(Sandboxd sandboxd, int concurrency, int runs, boolean quiet) throws Exception {
         List<Long> micros = Collections.synchronizedList(new ArrayList<>());
         URI service = sandboxd.serviceUri();
         try (ExecutorService pool = Executors.newFixedThreadPool(concurrency)) {
@@ -158,12 +162,12 @@ class WarmPoolBenchmark {
         return micros;
     }
 
-    private static void report(String label, List<Long> micros) {
+    static void report(String label, List<Long> micros) {
         System.out.printf("%-26s n=%-4d p50 %7.1f ms  p99 %7.1f ms  max %7.1f ms%n", label, micros.size(),
                 p(micros, 50) / 1000.0, p(micros, 99) / 1000.0, Collections.max(micros) / 1000.0);
     }
 
-    private static long p(List<Long> values, int percentile) {
+    static long p(List<Long> values, int percentile) {
         List<Long> sorted = new ArrayList<>(values);
         Collections.sort(sorted);
         return sorted.get(Math.min(sorted.size() - 1, (int) Math.ceil(percentile / 100.0 * sorted.size()) - 1));

@@ -2,6 +2,7 @@ package io.sandboxd.e2e.cluster;
 
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.ExecResult;
 import io.sandboxd.e2e.support.HostCommand;
@@ -29,6 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * harness's guard keeps every pod packet on this machine (its uplink counter stays at zero).
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@IsolationTest
 class EgressIT {
     private static KubernetesClient k8s;
     private static TestPods pods;

@@ -3,6 +3,7 @@ package io.sandboxd.e2e.cluster;
 import io.fabric8.kubernetes.api.model.ContainerStateTerminated;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.TestPods;
 import org.junit.jupiter.api.AfterAll;
@@ -16,6 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
 /** A memory limit is enforced by the kernel: a container that allocates past it is OOM-killed. */
+@IsolationTest
 class MemoryLimitIT {
     private static TestPods pods;
 

@@ -4,6 +4,7 @@ import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.Probes;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.TestPods;
@@ -23,6 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The NetworkPolicy enforcer really enforces: deny blocks pod-to-pod TCP both ways, allow admits it. */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@IsolationTest
 class NetworkPolicyIT {
     private static final int PORT = 8080;
     private static KubernetesClient k8s;

@@ -1,6 +1,7 @@
 package io.sandboxd.e2e.cluster;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.ExecResult;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.TestPods;
@@ -17,6 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Seccomp is really applied by the runtime: RuntimeDefault filters, and a Localhost profile is loaded. */
+@IsolationTest
 class SeccompIT {
     private static final String UNSHARE = """
             import ctypes, os

@@ -3,6 +3,7 @@ package io.sandboxd.e2e.policies;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.ExecResult;
 import io.sandboxd.e2e.support.HostCommand;
@@ -32,6 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * link-local open (as many IPv4-only policy enforcers do): it really detects an open sandbox. While
  * IPv6 is open, a new sandbox waits at its fail-closed isolation gate instead of starting.
  */
+@IsolationTest
 class HelmProbeIT {
     private static KubernetesClient k8s;
 

@@ -19,6 +19,24 @@ public final class Env {
         return System.getenv().getOrDefault("CLUSTER_STATE", "/var/lib/sandboxd-cluster");
     }
 
+    /**
+     * The RuntimeClass of this pass's sandboxes: "" (the cluster default, runc) or "gvisor" (the pass the failsafe
+     * execution "gvisor" runs, tests tagged "isolation" only).
+     */
+    public static String runtimeClass() {
+        return System.getProperty("sandboxd.runtimeClass", "");
+    }
+
+    /** @return whether this pass runs sandboxes under gVisor */
+    public static boolean gvisor() {
+        return "gvisor".equals(runtimeClass());
+    }
+
+    /** @return the runtime's name for reports: "runc" or "gvisor" */
+    public static String runtimeName() {
+        return runtimeClass().isEmpty() ? "runc" : runtimeClass();
+    }
+
     public static Path helm() {
         return Path.of(cache(), "bin", "current", "helm");
     }

@@ -56,12 +56,39 @@ public final class Sandboxd {
 
     public static synchronized Sandboxd get() {
         if (instance == null) {
-            instance = install(TestCluster.client());
+            instance = install(TestCluster.client(), Env.runtimeClass());
         }
         return instance;
     }
 
-    private static Sandboxd install(KubernetesClient k8s) {
+    /**
+     * Moves the sandboxes to another runtime with one {@code helm upgrade} (sandboxd rolls out, the pool replaces its
+     * pods), for a benchmark that compares runtimes in one run.
+     *
+     * @param runtimeClass "" for the cluster default (runc), or a RuntimeClass such as "gvisor"
+     * @return sandboxd, reconnected to its new replicas, with the pool warm on the new runtime
+     */
+    public static synchronized Sandboxd onRuntime(String runtimeClass) {
+        if (instance != null) {
+            instance.disconnect();
+        }
+        instance = install(TestCluster.client(), runtimeClass);
+        return instance;
+    }
+
+    private void disconnect() {
+        for (LocalPortForward forward : forwards) {
+            try {
+                forward.close();
+            } catch (IOException e) {
+                // the tunnel is gone either way
+            }
+        }
+        forwards.clear();
+        replicas.clear();
+    }
+
+    private static Sandboxd install(KubernetesClient k8s, String runtimeClass) {
         try {
             KeyPair keys = generate(KeyPairGenerator.getInstance("EC"));
             Path dir = Files.createTempDirectory("sandboxd-e2e");
@@ -75,12 +102,15 @@ public final class Sandboxd {
                     Env.repo().resolve("charts/sandboxd").toString(),
                     "--namespace", RELEASE_NAMESPACE, "--create-namespace", "--kubeconfig", TestCluster.kubeconfig().toString(),
                     "-f", values.toString(), "--set-file", "tokens.publicKeys." + KID + "=" + publicKey,
+                    "--set-string", "runtimeClassName=" + runtimeClass,
                     "--wait", "--timeout", "5m"));
             // Extra values for one run, e.g. the benchmark's larger pool: -Dsandboxd.set=snippet.poolTarget=6
             String extra = System.getProperty("sandboxd.set", "");
             if (!extra.isBlank()) {
                 helm.addAll(List.of("--set", extra));
             }
+            System.out.println("[e2e] installing sandboxd with sandboxes on runtime "
+                                       + (runtimeClass.isEmpty() ? "runc (the cluster default)" : runtimeClass));
             HostCommand.run(helm.toArray(String[]::new));
             Sandboxd sandboxd = new Sandboxd(k8s, new TokenMinter(keys.getPrivate(), KID));
             sandboxd.connect();

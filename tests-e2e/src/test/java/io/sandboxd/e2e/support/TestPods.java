@@ -94,6 +94,7 @@ public final class TestPods implements AutoCloseable {
                 .withNewMetadata().withName(name).withLabels(labels).endMetadata()
                 .withNewSpec()
                 .withRestartPolicy("Never")
+                .withRuntimeClassName(Env.runtimeClass().isEmpty() ? null : Env.runtimeClass())
                 .withAutomountServiceAccountToken(false)
                 .withEnableServiceLinks(false)
                 .withTerminationGracePeriodSeconds(0L)

@@ -1,0 +1,149 @@
+package io.sandboxd.e2e.bench;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import io.sandboxd.config.ConfigLoader;
+import io.sandboxd.config.SandboxConfig;
+import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.e2e.support.ApiResponse;
+import io.sandboxd.e2e.support.Env;
+import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.TestPods;
+import io.sandboxd.pods.SnippetPodSpec;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * `make bench`, second part: the same figures for sandboxes on runc and under gVisor, in one run, sandboxd moved
+ * between the two by one {@code helm upgrade} each: warm /v1/execute p50/p99 with the pool full, a sandbox pod's start
+ * (create to Ready, the pool's own spec), cold /v1/call p50/p99 ({@code add(1, 2)}, a tool pod per call), and the
+ * memory of an idle warm sandbox pod (working set, from the kubelet's summary API). Prints a table; asserts only
+ * correctness.
+ */
+class RuntimeBenchmark {
+    private static final int QUIET_RUNS = Integer.getInteger("bench.runtime.quietRuns", 100);
+    private static final int POD_STARTS = Integer.getInteger("bench.runtime.podStarts", 8);
+    private static final int CALLS = Integer.getInteger("bench.runtime.calls", 6);
+    private static final int WARM_UP_CALLS = Integer.getInteger("bench.runtime.warmUpCalls", 2000);
+
+    /** One runtime's figures, in microseconds and bytes. */
+    private record Figures(List<Long> warm, List<Long> podStart, List<Long> call, long idleMemoryBytes) {
+    }
+
+    @Test
+    void runcAgainstGvisor() throws Exception {
+        Map<String, Figures> figures = new LinkedHashMap<>();
+        try {
+            for (String runtimeClass : List.of("", "gvisor")) {
+                String name = runtimeClass.isEmpty() ? "runc" : runtimeClass;
+                Sandboxd sandboxd = Sandboxd.onRuntime(runtimeClass);
+                WarmPoolBenchmark.warmUp(sandboxd, WARM_UP_CALLS);
+                List<Long> warm = WarmPoolBenchmark.warm(sandboxd, 1, QUIET_RUNS, true);
+                long memory = idleMemory(sandboxd);
+                List<Long> starts = podStarts(sandboxd.k8s(), runtimeClass);
+                List<Long> calls = calls(sandboxd);
+                figures.put(name, new Figures(warm, starts, calls, memory));
+            }
+        } finally {
+            Sandboxd.onRuntime(Env.runtimeClass());
+        }
+        System.out.printf("%-34s %14s %14s%n", "runtime", "runc", "gvisor");
+        row(figures, "warm /v1/execute p50 (pool full)", f -> ms(WarmPoolBenchmark.p(f.warm(), 50)));
+        row(figures, "warm /v1/execute p99 (pool full)", f -> ms(WarmPoolBenchmark.p(f.warm(), 99)));
+        row(figures, "sandbox pod create to Ready p50", f -> ms(WarmPoolBenchmark.p(f.podStart(), 50)));
+        row(figures, "sandbox pod create to Ready p99", f -> ms(WarmPoolBenchmark.p(f.podStart(), 99)));
+        row(figures, "cold /v1/call p50 (tool pod/call)", f -> ms(WarmPoolBenchmark.p(f.call(), 50)));
+        row(figures, "cold /v1/call p99", f -> ms(WarmPoolBenchmark.p(f.call(), 99)));
+        row(figures, "idle sandbox pod memory", f -> String.format("%.1f MiB", f.idleMemoryBytes() / 1048576.0));
+        Figures gvisor = figures.get("gvisor");
+        System.out.printf("gVisor warm path against the targets (p50 <= 25 ms, p99 <= 100 ms): %s%n",
+                          WarmPoolBenchmark.p(gvisor.warm(), 50) <= 25_000 && WarmPoolBenchmark.p(gvisor.warm(), 99) <= 100_000
+                                  ? "met" : "NOT met");
+    }
+
+    private interface Column {
+        String of(Figures figures);
+    }
+
+    private static void row(Map<String, Figures> figures, String label, Column column) {
+        System.out.printf("%-34s %14s %14s%n", label, column.of(figures.get("runc")), column.of(figures.get("gvisor")));
+    }
+
+    private static String ms(long micros) {
+        return String.format("%.1f ms", micros / 1000.0);
+    }
+
+    /** Create to Ready of the pool's own pod spec on this runtime, one pod at a time, in a namespace of its own. */
+    private static List<Long> podStarts(KubernetesClient k8s, String runtimeClass) {
+        SandboxConfig defaults = SandboxConfig.from(ConfigLoader.load(null).get("sandbox"));
+        SecuritySettings base = defaults.security();
+        SecuritySettings security = new SecuritySettings(base.seccompProfileType(), base.seccompLocalhostProfile(),
+                                                         runtimeClass, base.isolationGate(), base.sandboxUids());
+        List<Long> micros = new ArrayList<>();
+        try (TestPods ns = TestPods.inFreshNamespace(k8s, "e2e-bench-start", Map.of("e2e", "bench"))) {
+            // No egress, so the pod's isolation gate opens as in the sandbox namespace.
+            k8s.network().networkPolicies().inNamespace(ns.namespace()).resource(new NetworkPolicyBuilder()
+                    .withNewMetadata().withName("no-egress").endMetadata()
+                    .withNewSpec().withNewPodSelector().endPodSelector().withPolicyTypes("Ingress", "Egress")
+                    .addNewIngress().endIngress().endSpec().build()).create();
+            for (int i = 0; i < POD_STARTS; i++) {
+                Pod pod = new SnippetPodSpec(ns.namespace(), defaults.snippet(), security).poolPod();
+                pod.getMetadata().setGenerateName(null);
+                pod.getMetadata().setName("start-" + i);
+                long t = System.nanoTime();
+                k8s.pods().inNamespace(ns.namespace()).resource(pod).create();
+                k8s.pods().inNamespace(ns.namespace()).withName("start-" + i).waitUntilReady(180, TimeUnit.SECONDS);
+                micros.add((System.nanoTime() - t) / 1000);
+                k8s.pods().inNamespace(ns.namespace()).withName("start-" + i).withGracePeriod(0).delete();
+            }
+        }
+        return micros;
+    }
+
+    private static List<Long> calls(Sandboxd sandboxd) {
+        List<Long> micros = new ArrayList<>();
+        for (int i = 0; i < CALLS; i++) {
+            long t = System.nanoTime();
+            ApiResponse r = sandboxd.call(Map.of("image", Sandboxd.AGENT_IMAGE, "function", "add",
+                                                 "args", Map.of("a", 1, "b", 2)));
+            micros.add((System.nanoTime() - t) / 1000);
+            assertEquals(200, r.status(), r.toString());
+            assertEquals(3, r.json().path("result").asInt(), r.toString());
+        }
+        return micros;
+    }
+
+    /** Mean working set of the warm pool's pods, from the kubelet's summary API (through the API server). */
+    private static long idleMemory(Sandboxd sandboxd) throws Exception {
+        KubernetesClient k8s = sandboxd.k8s();
+        sandboxd.awaitWarmPool();
+        Thread.sleep(Duration.ofSeconds(15).toMillis()); // the kubelet's stats are gathered every 10 s
+        String node = k8s.nodes().list().getItems().getFirst().getMetadata().getName();
+        JsonNode summary = Sandboxd.JSON.readTree(k8s.raw("/api/v1/nodes/" + node + "/proxy/stats/summary"));
+        long total = 0;
+        int pods = 0;
+        for (JsonNode pod : summary.path("pods")) {
+            JsonNode ref = pod.path("podRef");
+            boolean warm = Sandboxd.SANDBOX_NAMESPACE.equals(ref.path("namespace").asText())
+                    && k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(ref.path("name").asText()).get() instanceof Pod p
+                    && !"claimed".equals(p.getMetadata().getLabels().get("sandboxd.io/state"));
+            long bytes = pod.path("memory").path("workingSetBytes").asLong(0);
+            if (warm && bytes > 0) {
+                total += bytes;
+                pods++;
+            }
+        }
+        return pods == 0 ? 0 : total / pods;
+    }
+}
