@@ -5,6 +5,14 @@ Prints one JSON line per check, {"check", "blocked", "detail"}, and exits 1 if a
 or any positive control (--tcp-allowed, --dns-allowed) was blocked, which would make the other
 results meaningless. Used by the e2e suite and the chart's `helm test`.
 
+With --runtime-class or --expect-kernel it first prints the pod's runtime, one line
+{"check": "runtime", "runtimeClassName", "kernel", "gvisor", "expectKernel", "ok"}: the RuntimeClass the
+pod was given, the kernel's own line (/proc/version), and whether that is gVisor's ("gvisor" in it, any
+case, as recent gVisor releases print "Linux version 4.19.0-gvisor ..."; or gVisor's fixed build string
+"#1 SMP Sun Jan 10 15:06:54 PST 2016", which older ones print after "Linux version 4.4.0"). It is a
+report, not an escape check: "ok" is false, and the exit code 1, only when --expect-kernel is given and
+/proc/version does not contain it.
+
   --tcp HOST:PORT          connecting must get no answer    (repeatable; a refusal is an answer)
   --tcp-allowed HOST:PORT  connecting must work             (repeatable; positive control)
   --closed CHANNEL:TARGET  no answer at all on that channel (repeatable; channels.py: tcp, udp-dns,
@@ -25,6 +33,9 @@ results meaningless. Used by the e2e suite and the chart's `helm test`.
   --unshare                unshare(CLONE_NEWUSER) and unshare(CLONE_NEWNS) refused
   --seccomp                /proc/self/status: Seccomp 2 (filter) and NoNewPrivs 1
   --readonly-root          writing /etc/x fails and its file system is mounted read-only
+  --runtime-class CLASS    report the runtime (above); CLASS is the RuntimeClass the pod was given, "" for
+                           the cluster default
+  --expect-kernel TEXT     fail unless /proc/version contains TEXT (case-insensitive), e.g. gvisor
   --timeout S              per network check, default 3
 """
 import argparse
@@ -40,6 +51,9 @@ from concurrent.futures import ThreadPoolExecutor
 import channels
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+PROC_VERSION = "/proc/version"
+# The build string every gVisor release prints in /proc/version and uname -v (its LinuxVersion).
+GVISOR_BUILD = "#1 SMP Sun Jan 10 15:06:54 PST 2016"
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 
@@ -144,6 +158,24 @@ def check_readonly_root(path="/etc/x"):
     return False, f"wrote {path}; {mount}"
 
 
+def is_gvisor_kernel(version_line):
+    """Whether a /proc/version line is gVisor's: "gvisor" in it (any case), or gVisor's fixed build string."""
+    return "gvisor" in version_line.lower() or GVISOR_BUILD in version_line
+
+
+def runtime_report(runtime_class, expect_kernel="", version_path=PROC_VERSION):
+    """The runtime line: the RuntimeClass the pod was given, what the kernel says, and whether it is as expected."""
+    try:
+        with open(version_path, encoding="utf-8", errors="replace") as version_file:
+            kernel = version_file.read().strip()
+        readable = True
+    except OSError as error:
+        kernel, readable = f"could not read {version_path}: {describe(error)}", False
+    ok = not expect_kernel or (readable and expect_kernel.lower() in kernel.lower())
+    return {"check": "runtime", "runtimeClassName": runtime_class or "", "kernel": kernel,
+            "gvisor": readable and is_gvisor_kernel(kernel), "expectKernel": expect_kernel or "", "ok": ok}
+
+
 def describe(error):
     return f"{type(error).__name__}: {error}"
 
@@ -163,12 +195,15 @@ def parse_arguments(argv):
     parser.add_argument("--unshare", action="store_true")
     parser.add_argument("--seccomp", action="store_true")
     parser.add_argument("--readonly-root", action="store_true")
+    parser.add_argument("--runtime-class", metavar="CLASS")
+    parser.add_argument("--expect-kernel", default="", metavar="TEXT")
     parser.add_argument("--timeout", type=float, default=3.0, metavar="S")
     arguments = parser.parse_args(argv)
     checks = selected_checks(arguments)
-    if not checks:
+    runtime = arguments.runtime_class is not None or bool(arguments.expect_kernel)
+    if not checks and not runtime:
         parser.error("select at least one check")
-    return checks
+    return checks, (arguments.runtime_class, arguments.expect_kernel) if runtime else None
 
 
 def selected_checks(arguments):
@@ -217,11 +252,16 @@ def run_check(check):
 
 
 def main(argv=None):
-    """Every check at once (a silent channel costs its whole timeout), reported in the order given."""
-    checks = parse_arguments(argv)
+    """The runtime first, then every check at once (a silent channel costs its whole timeout), reported in
+    the order given."""
+    checks, runtime = parse_arguments(argv)
+    failures = 0
+    if runtime is not None:
+        report = runtime_report(*runtime)
+        print(json.dumps(report), flush=True)
+        failures += not report["ok"]
     with ThreadPoolExecutor(max_workers=32) as pool:
         results = list(pool.map(run_check, checks))
-    failures = 0
     for name, expect_blocked, blocked, detail in results:
         print(json.dumps({"check": name, "blocked": blocked, "detail": detail}), flush=True)
         failures += blocked != expect_blocked

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import TOOLRUNNER_DIR, free_port
-from probe.sandbox_probe import CLONE_NEWNS, check_readonly_root, check_unshare
+from probe.sandbox_probe import CLONE_NEWNS, check_readonly_root, check_unshare, is_gvisor_kernel, runtime_report
 
 PROBE = TOOLRUNNER_DIR / "probe" / "sandbox_probe.py"
 
@@ -106,3 +106,53 @@ def test_writable_root_is_reported(tmp_path):
 
 def test_no_check_selected_is_a_usage_error():
     assert probe()[0] == 2
+
+
+GVISOR_NOW = "Linux version 4.19.0-gvisor #1 SMP Sun Jan 10 15:06:54 PST 2016"
+GVISOR_BEFORE = "Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016"
+RUNC = "Linux version 6.1.0-31-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0) #1 SMP PREEMPT_DYNAMIC Debian 6.1.128-1 (2025-02-07)"
+
+
+def test_gvisor_kernels_are_told_from_the_node_kernel():
+    assert is_gvisor_kernel(GVISOR_NOW) and is_gvisor_kernel(GVISOR_BEFORE)
+    assert is_gvisor_kernel("Linux version 4.19.0-GVISOR #1")
+    assert not is_gvisor_kernel(RUNC)
+
+
+def test_the_runtime_line_reports_the_class_and_what_the_kernel_says(tmp_path):
+    version = tmp_path / "version"
+    version.write_text(GVISOR_NOW + "\n")
+    assert runtime_report("gvisor", version_path=str(version)) == {
+        "check": "runtime", "runtimeClassName": "gvisor", "kernel": GVISOR_NOW, "gvisor": True,
+        "expectKernel": "", "ok": True}
+    version.write_text(RUNC + "\n")
+    report = runtime_report("", version_path=str(version))
+    assert (report["runtimeClassName"], report["gvisor"], report["ok"]) == ("", False, True), report
+
+
+def test_an_expected_kernel_must_be_in_proc_version(tmp_path):
+    version = tmp_path / "version"
+    version.write_text(RUNC + "\n")
+    assert runtime_report("gvisor", "gvisor", str(version))["ok"] is False, "runc under a gvisor class name"
+    version.write_text(GVISOR_NOW + "\n")
+    assert runtime_report("gvisor", "gVisor", str(version))["ok"] is True, "case-insensitive"
+    missing = runtime_report("gvisor", "gvisor", str(tmp_path / "absent"))
+    assert missing["ok"] is False and missing["gvisor"] is False and "could not read" in missing["kernel"], missing
+    assert runtime_report("", "", str(tmp_path / "absent"))["ok"] is True, "without an expectation it only reports"
+
+
+def test_runtime_flags_print_the_runtime_line_first_and_fail_only_on_a_missed_expectation():
+    kernel = open("/proc/version").read().strip()
+    code, lines = probe("--runtime-class=", "--no-sa-token")  # as the chart passes the cluster default
+    assert lines[0] == {"check": "runtime", "runtimeClassName": "", "kernel": kernel,
+                        "gvisor": is_gvisor_kernel(kernel), "expectKernel": "", "ok": True}
+    assert [line["check"] for line in lines[1:]] == ["no-sa-token"]
+    token_absent = not os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token")
+    assert code == (0 if token_absent else 1)
+
+    code, lines = probe("--runtime-class", "gvisor")
+    assert code == 0 and len(lines) == 1 and "blocked" not in lines[0], "a report, not an escape check"
+    code, lines = probe("--runtime-class=gvisor", "--expect-kernel=" + kernel.split()[2])
+    assert code == 0 and lines[0]["ok"] is True and lines[0]["expectKernel"] == kernel.split()[2]
+    code, lines = probe("--expect-kernel", "no-such-kernel-" + "x" * 8)
+    assert code == 1 and lines[0]["ok"] is False and lines[0]["runtimeClassName"] == ""

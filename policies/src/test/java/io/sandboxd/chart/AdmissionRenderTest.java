@@ -62,7 +62,8 @@ class AdmissionRenderTest {
         "isolationGateImage", "sandboxd.local/snippet-sandbox:dev",
         "allowedPriorityClasses", "",
         "sandboxUidMin", "1000000",
-        "sandboxUidMax", "1999999"),
+        "sandboxUidMax", "1999999",
+        "runtimeClassName", ""),
         params.get("data"));
     assertEquals(PolicyFiles.defaultParams().get("data"), params.get("data"),
         "the policy tests evaluate with the params the chart renders");
@@ -113,6 +114,15 @@ class AdmissionRenderTest {
         .get("ConfigMap", "sandboxd-admission-params"), "data");
     assertEquals("emptyDir,configMap", data.get("allowedVolumeTypes"));
     assertEquals("sandbox-low,sandbox-high", data.get("allowedPriorityClasses"));
+  }
+
+  @Test
+  void theRuntimeClassAdmissionEnforcesIsTheOneSandboxdSets() {
+    HelmChart.Rendered rendered = HelmChart.render(values("runtimeClassName", "gvisor"));
+    Map<String, Object> data = at(rendered.get("ConfigMap", "sandboxd-admission-params"), "data");
+    assertEquals("gvisor", data.get("runtimeClassName"));
+    Map<String, Object> config = SandboxdConfigTest.applicationYaml(rendered);
+    assertEquals("gvisor", (Object) at(config, "sandbox", "security", "runtimeClassName"));
   }
 
   @Test

@@ -24,6 +24,8 @@ import org.junit.jupiter.api.Test;
 /** The `helm test` probe: its objects, the pods it creates, and the checks they run. */
 class ProbeTest {
 
+  private static final PolicyEvaluator EVALUATOR = new PolicyEvaluator();
+
   private static final Map<String, Object> TARGETS = values(
       "probe.privateTargets[0]", "10.23.0.10:80",
       "probe.privateTargets[1]", "192.168.77.7:8080",
@@ -66,14 +68,38 @@ class ProbeTest {
   @Test
   void probeSandboxPodsPassEveryAdmissionPolicyAsTheProbeAccount() {
     List<Map<String, Object>> pods = probePods(HelmChart.render(TARGETS));
-    List<AdmissionPolicy> policies = PolicyFiles.admissionPolicies();
-    PolicyEvaluator evaluator = new PolicyEvaluator();
     Map<String, Object> params = Yaml.copy(PolicyFiles.defaultParams());
     for (Map<String, Object> pod : pods) {
-      AdmissionRequest request = AdmissionRequest.create(pod, PolicyFiles.PROBE_USER);
-      List<PolicyEvaluator.Denial> denials = new ArrayList<>();
-      policies.forEach(p -> denials.addAll(evaluator.evaluate(p, request, params)));
-      assertEquals(List.of(), denials, "probe pod " + at(pod, "metadata", "generateName"));
+      assertEquals(List.of(), denials(pod, params), "probe pod " + at(pod, "metadata", "generateName"));
+    }
+  }
+
+  @Test
+  void probeSandboxPodsPassTheRuntimeClassPolicyWithTheParamsTheChartRenders() {
+    // The default runtime (no class on the pod, none in the params), and gVisor (the same class on both).
+    for (Map<String, Object> values : List.of(Map.<String, Object>of(), values("runtimeClassName", "gvisor"))) {
+      HelmChart.Rendered rendered = HelmChart.render(values);
+      Map<String, Object> params = rendered.get("ConfigMap", "sandboxd-admission-params");
+      for (Map<String, Object> pod : probePods(rendered)) {
+        assertEquals(List.of(), denials(pod, params), values + ": probe pod " + at(pod, "metadata", "generateName"));
+        assertEquals(values.get("runtimeClassName"), at(pod, "spec", "runtimeClassName"));
+      }
+    }
+  }
+
+  @Test
+  void eachProbeSandboxReportsItsRuntimeAndChecksTheKernelOnlyWhenAsked() throws Exception {
+    List<Map<String, Object>> gvisor = dryRun(HelmChart.render(values("runtimeClassName", "gvisor")));
+    List<Map<String, Object>> expecting = dryRun(HelmChart.render(values("runtimeClassName", "gvisor",
+        "probe.expectKernel", "15:06:54 PST 2016")));
+    for (int i = 0; i < 2; i++) {
+      List<String> args = at(gvisor.get(i), "spec", "containers", 0, "args");
+      assertEquals(1, args.stream().filter(a -> a.startsWith("--runtime-class")).count(), args.toString());
+      assertTrue(args.contains("--runtime-class=gvisor"), args.toString());
+      assertTrue(args.stream().noneMatch(a -> a.startsWith("--expect-kernel")), args.toString());
+      List<String> expected = at(expecting.get(i), "spec", "containers", 0, "args");
+      int runtime = expected.indexOf("--runtime-class=gvisor");
+      assertEquals("--expect-kernel=15:06:54 PST 2016", expected.get(runtime + 1), expected.toString());
     }
   }
 
@@ -104,20 +130,21 @@ class ProbeTest {
         "--tcp", "169.254.169.254:80", "--tcp", "10.23.0.10:80", "--tcp", "192.168.77.7:8080",
         "--closed", "udp-dns:10.96.0.10:53", "--closed", "tcp-dns:10.96.0.10:53"));
     snippet.addAll(sweep);
-    snippet.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--tcp", "10.96.0.1:443"));
+    snippet.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--runtime-class=",
+        "--tcp", "10.96.0.1:443"));
     assertEquals(snippet, at(pods.get(0), "spec", "containers", 0, "args"),
         "cluster DNS straight at its address over UDP and TCP, ICMP, and the IPv6 link-local sweep");
     List<String> tool = new ArrayList<>(List.of("--tcp", "169.254.169.254:80", "--tcp", "10.23.0.10:80",
         "--tcp", "192.168.77.7:8080"));
     tool.addAll(sweep);
-    tool.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root",
+    tool.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--runtime-class=",
         "--tcp-allowed", "203.0.113.10:80", "--closed", "udp-dns:203.0.113.10:53", "--tcp", "10.96.0.1:443"));
     assertEquals(tool, at(pods.get(1), "spec", "containers", 0, "args"), "DNS to a public address must not answer a tool");
 
     List<Map<String, Object>> withoutApiCheck = dryRun(HelmChart.render(values("probe.checkApiServerFromTool", false)));
     List<String> defaults = new ArrayList<>(List.of("--tcp", "169.254.169.254:80"));
     defaults.addAll(sweep);
-    defaults.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root"));
+    defaults.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--runtime-class="));
     assertEquals(defaults, (Object) at(withoutApiCheck.get(1), "spec", "containers", 0, "args"));
   }
 
@@ -144,6 +171,15 @@ class ProbeTest {
     Map<String, Object> configMap = HelmChart.render().get("ConfigMap", "sandboxd-probe");
     assertEquals(Files.readString(HelmChart.CHART.resolve("files/probe/run_probe.py")).strip(),
         ((String) at(configMap, "data", "run_probe.py")).strip());
+  }
+
+  private static List<PolicyEvaluator.Denial> denials(Map<String, Object> pod, Map<String, Object> params) {
+    AdmissionRequest request = AdmissionRequest.create(pod, PolicyFiles.PROBE_USER);
+    List<PolicyEvaluator.Denial> denials = new ArrayList<>();
+    for (AdmissionPolicy policy : PolicyFiles.admissionPolicies()) {
+      denials.addAll(EVALUATOR.evaluate(policy, request, params));
+    }
+    return denials;
   }
 
   private static List<Map<String, Object>> probePods(HelmChart.Rendered rendered) {

@@ -40,7 +40,12 @@ class ValuesSchemaTest {
         Arguments.of("a malformed priority class name", values("admission.allowedPriorityClasses[0]", "Not A Name")),
         Arguments.of("a sandbox uid range that reaches sandboxd's uid 65532", values("sandboxUidRange.min", 65532)),
         Arguments.of("a sandbox uid range beyond Kubernetes' largest uid", values("sandboxUidRange.max", 2147483648L)),
-        Arguments.of("a misspelt sandbox uid range key", values("sandboxUidRange.maximum", 2000000)));
+        Arguments.of("a misspelt sandbox uid range key", values("sandboxUidRange.maximum", 2000000)),
+        Arguments.of("a RuntimeClass handler that is not a DNS label", values("runtimeClass.handler", "Run_SC")),
+        Arguments.of("an empty RuntimeClass handler", values("runtimeClass.handler", "")),
+        Arguments.of("a misspelt runtimeClass key", values("runtimeClass.handlr", "runsc")),
+        Arguments.of("a string where runtimeClass.create's boolean belongs", values("runtimeClass.create", "yes")),
+        Arguments.of("a probe.expectKernel that is not a string", values("probe.expectKernel[0]", "gvisor")));
   }
 
   @ParameterizedTest(name = "rejects {0}")
@@ -62,7 +67,11 @@ class ValuesSchemaTest {
         "seccomp.profileType", "Localhost",
         "admission.allowedVolumeTypes[0]", "emptyDir",
         "admission.allowedVolumeTypes[1]", "configMap",
-        "admission.allowedPriorityClasses[0]", "sandbox-low")));
+        "admission.allowedPriorityClasses[0]", "sandbox-low",
+        "runtimeClassName", "gvisor",
+        "runtimeClass.create", true,
+        "runtimeClass.handler", "runsc",
+        "probe.expectKernel", "gvisor")));
   }
 
   @Test

@@ -4,11 +4,13 @@ import static io.sandboxd.policies.PolicyFiles.ALSO_BREAKS;
 import static io.sandboxd.policies.PolicyFiles.BAD_FIXTURES;
 import static io.sandboxd.policies.PolicyFiles.BREAKS;
 import static io.sandboxd.policies.PolicyFiles.GOOD_FIXTURES;
+import static io.sandboxd.policies.PolicyFiles.PARAM_PREFIX;
 import static io.sandboxd.policies.PolicyFiles.REQUEST_USERNAME;
 import static io.sandboxd.policies.PolicyFiles.SANDBOXD_USER;
 import static io.sandboxd.policies.PolicyFiles.SNIPPET_IMAGE;
 import static io.sandboxd.policies.PolicyFiles.baseName;
 import static io.sandboxd.policies.PolicyFiles.defaultParams;
+import static io.sandboxd.policies.PolicyFiles.paramsFor;
 import static io.sandboxd.policies.PolicyFiles.yamlFiles;
 import static io.sandboxd.policies.Yaml.at;
 import static org.junit.jupiter.api.Assertions.assertAll;
@@ -37,7 +39,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Runs every admission policy of policies/admission over the fixtures with cel-java: good
  * fixtures pass every policy, each bad fixture is denied by exactly the policy its file is
- * named for, with that policy's message.
+ * named for, with that policy's message. A fixture is evaluated with the params the chart renders by
+ * default, except the keys its {@code fixtures.sandboxd.io/param-<key>} annotations set.
  */
 class AdmissionPolicyTest {
 
@@ -55,7 +58,8 @@ class AdmissionPolicyTest {
       "sandboxd-localhost-seccomp-profile",
       "sandboxd-isolation-gate",
       "sandboxd-no-node-name",
-      "sandboxd-priority-class");
+      "sandboxd-priority-class",
+      "sandboxd-runtime-class");
 
   /** Every volume source of core/v1 Volume (Kubernetes 1.32), emptyDir excepted. */
   private static final List<String> OTHER_VOLUME_TYPES = List.of(
@@ -154,7 +158,27 @@ class AdmissionPolicyTest {
   @MethodSource("goodFixtures")
   void goodFixturePassesEveryPolicy(Path fixture) {
     Map<String, Object> pod = Yaml.readFile(fixture);
-    assertEquals(List.of(), denials(AdmissionRequest.create(pod, SANDBOXD_USER), defaultParams()));
+    assertEquals(List.of(), denials(AdmissionRequest.create(pod, SANDBOXD_USER), paramsFor(pod)));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource({"goodFixtures", "badFixtures"})
+  void paramAnnotationsSetOnlyKnownParams(Path fixture) {
+    Map<String, Object> annotations = at(Yaml.readFile(fixture), "metadata", "annotations");
+    Set<String> known = ((Map<String, Object>) defaultParams().get("data")).keySet();
+    if (annotations != null) {
+      annotations.keySet().stream().filter(k -> k.startsWith(PARAM_PREFIX))
+          .forEach(k -> assertTrue(known.contains(k.substring(PARAM_PREFIX.length())), k + " names no param: " + known));
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("goodFixtures")
+  void goodFixtureWithTheConfiguredRuntimeClassPassesEveryPolicy(Path fixture) {
+    Map<String, Object> pod = Yaml.readFile(fixture);
+    ((Map<String, Object>) at(pod, "spec")).put("runtimeClassName", "gvisor");
+    assertEquals(List.of(), denials(AdmissionRequest.create(pod, SANDBOXD_USER),
+        paramsWith(data -> data.put("runtimeClassName", "gvisor"))));
   }
 
   @ParameterizedTest(name = "{0}")
@@ -173,7 +197,7 @@ class AdmissionPolicyTest {
     String user = at(pod, "metadata", "annotations", REQUEST_USERNAME);
 
     List<PolicyEvaluator.Denial> all = denials(AdmissionRequest.create(pod, user == null ? SANDBOXD_USER : user),
-        defaultParams());
+        paramsFor(pod));
 
     // A fixture may also break the policies its also-breaks annotation names, and no others.
     assertEquals(alsoBreaks(pod), all.stream().map(PolicyEvaluator.Denial::policy)
@@ -355,6 +379,51 @@ class AdmissionPolicyTest {
   }
 
   @Test
+  void onlyTheConfiguredRuntimeClassIsAdmitted() {
+    Map<String, Object> plain = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    Map<String, Object> gvisor = withRuntimeClass("gvisor");
+    Map<String, Object> runc = withRuntimeClass("runc");
+    Map<String, Object> gvisorParams = paramsWith(data -> data.put("runtimeClassName", "gvisor"));
+    // The configured class, and only it.
+    assertEquals(List.of(), denials(AdmissionRequest.create(gvisor, SANDBOXD_USER), gvisorParams));
+    assertEquals(List.of(), denials(AdmissionRequest.create(gvisor, SANDBOXD_USER),
+        paramsWith(data -> data.put("runtimeClassName", " gvisor "))), "the param is trimmed");
+    for (Map<String, Object> pod : List.of(plain, runc, withRuntimeClass("gvisor-debug"))) {
+      List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(pod, SANDBOXD_USER), gvisorParams);
+      assertEquals(List.of("sandboxd-runtime-class"), denials.stream().map(PolicyEvaluator.Denial::policy).toList());
+      assertTrue(denials.get(0).message().startsWith("sandbox pods must set spec.runtimeClassName"), denials.toString());
+    }
+    // The cluster default (empty or missing param): no class at all.
+    for (Map<String, Object> params : List.of(defaultParams(), paramsWith(data -> data.remove("runtimeClassName")),
+        paramsWith(data -> data.put("runtimeClassName", " ")))) {
+      assertEquals(List.of(), denials(AdmissionRequest.create(plain, SANDBOXD_USER), params));
+      for (Map<String, Object> pod : List.of(gvisor, runc)) {
+        List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(pod, SANDBOXD_USER), params);
+        assertEquals(List.of("sandboxd-runtime-class"), denials.stream().map(PolicyEvaluator.Denial::policy).toList());
+        assertTrue(denials.get(0).message().startsWith("sandbox pods must not set spec.runtimeClassName"),
+            denials.toString());
+        assertFalse(denials.get(0).error(), denials.toString());
+      }
+    }
+  }
+
+  @Test
+  void aChangedRuntimeClassDoesNotBlockUpdatesOfExistingPods() {
+    // A helm upgrade from runc to gVisor (or back) must not stop sandboxd from flipping the state label of
+    // the pods it created before: their runtime class cannot change any more.
+    for (String before : List.of("", "gvisor")) {
+      Map<String, Object> warm = before.isEmpty() ? Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"))
+          : withRuntimeClass(before);
+      ((Map<String, Object>) at(warm, "spec")).put("nodeName", "node-1");
+      Map<String, Object> claimed = Yaml.copy(warm);
+      labels(claimed).put("sandboxd.io/state", "claimed");
+      String after = before.isEmpty() ? "gvisor" : "";
+      assertEquals(List.of(), denials(AdmissionRequest.update(warm, claimed, SANDBOXD_USER),
+          paramsWith(data -> data.put("runtimeClassName", after))), before + " -> " + after);
+    }
+  }
+
+  @Test
   void aPrivilegedContainerIsRefusedAsHostAccess() {
     // The API rejects privileged: true together with allowPrivilegeEscalation: false, so a
     // privileged pod always breaks no-privilege-escalation too; hence no fixture file for it.
@@ -511,6 +580,11 @@ class AdmissionPolicyTest {
           && denials.get(0).message().contains("sandboxUidMin"), denials.toString());
       assertFalse(denials.get(0).error(), denials.toString());
     }
+  }
+
+  /** good/minimal.yaml with this spec.runtimeClassName. */
+  private static Map<String, Object> withRuntimeClass(String runtimeClass) {
+    return mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec")).put("runtimeClassName", runtimeClass));
   }
 
   /** good/minimal.yaml running as this uid and gid (pod level, the gate's own settings and fsGroup too). */

@@ -40,6 +40,12 @@ public final class PolicyFiles {
   /** The fixtures' annotation naming the user that creates a pod-creators fixture. */
   public static final String REQUEST_USERNAME = "fixtures.sandboxd.io/request-username";
 
+  /**
+   * Prefix of the fixtures' annotations that set one key of the params ConfigMap for that fixture
+   * ({@code fixtures.sandboxd.io/param-runtimeClassName: gvisor}); every other key keeps the chart's default.
+   */
+  public static final String PARAM_PREFIX = "fixtures.sandboxd.io/param-";
+
   private PolicyFiles() {}
 
   /** The params ConfigMap as the chart renders it with default values (internal-contracts). */
@@ -57,7 +63,24 @@ public final class PolicyFiles {
             "isolationGateImage", SNIPPET_IMAGE,
             "allowedPriorityClasses", "",
             "sandboxUidMin", "1000000",
-            "sandboxUidMax", "1999999"));
+            "sandboxUidMax", "1999999",
+            "runtimeClassName", ""));
+  }
+
+  /** The params a fixture is evaluated with: {@link #defaultParams()} with its {@link #PARAM_PREFIX} annotations applied. */
+  @SuppressWarnings("unchecked")
+  public static Map<String, Object> paramsFor(Map<String, Object> pod) {
+    Map<String, Object> params = Yaml.copy(defaultParams());
+    Map<String, Object> annotations = Yaml.at(pod, "metadata", "annotations");
+    if (annotations != null) {
+      Map<String, Object> data = (Map<String, Object>) params.get("data");
+      annotations.forEach((key, value) -> {
+        if (key.startsWith(PARAM_PREFIX)) {
+          data.put(key.substring(PARAM_PREFIX.length()), value);
+        }
+      });
+    }
+    return params;
   }
 
   public static List<Path> yamlFiles(Path dir) {

@@ -3,6 +3,8 @@ package io.sandboxd.e2e.policies;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingAdmissionPolicy;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.Validation;
+import io.fabric8.kubernetes.api.model.node.v1.RuntimeClass;
+import io.fabric8.kubernetes.api.model.node.v1.RuntimeClassBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -35,6 +37,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The policies in policies/admission, installed by the chart, are enforced by the real API server:
@@ -44,6 +47,11 @@ import static org.junit.jupiter.api.Assertions.fail;
  * Bad fixtures are sent as server-side dry runs ({@code dryRun=All}: every admission step runs,
  * nothing is stored) impersonating sandboxd's own service account: a compromised sandboxd is the
  * case admission exists for, so sandboxd's own identity must get no further than anyone else.
+ * A bad fixture that sets a param for itself ({@code fixtures.sandboxd.io/param-<key>}) runs only where the
+ * installed params ConfigMap has that value, and is skipped, saying why, elsewhere. The RuntimeClass
+ * admission plugin (a mutating one, before any policy) refuses a class that does not exist, so the
+ * RuntimeClasses the bad fixtures name are created for the duration when the cluster lacks them, with a
+ * handler no node has (dry runs only: no pod ever runs with them).
  */
 class AdmissionIT {
     private static final Path FIXTURES = Env.repo().resolve("policies/fixtures");
@@ -51,16 +59,23 @@ class AdmissionIT {
     private static final String PSA = "pod-security.kubernetes.io/enforce";
     private static final String BREAKS = "fixtures.sandboxd.io/breaks";
     private static final String ALSO_BREAKS = "fixtures.sandboxd.io/also-breaks";
+    private static final String PARAM_PREFIX = "fixtures.sandboxd.io/param-";
+    private static final String ABSENT_HANDLER = "sandboxd-e2e-absent";
     private static KubernetesClient admin;
     private static KubernetesClient asSandboxd;
+    private static Map<String, String> installedParams;
+    private static final List<String> createdRuntimeClasses = new ArrayList<>();
 
     @BeforeAll
-    static void install() {
+    static void install() throws IOException {
         admin = Sandboxd.get().k8s();
         asSandboxd = new KubernetesClientBuilder().withConfig(new ConfigBuilder(Config.autoConfigure(null))
                 .withImpersonateUsername("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":sandboxd")
                 .withImpersonateGroups("system:serviceaccounts", "system:serviceaccounts:" + Sandboxd.RELEASE_NAMESPACE, "system:authenticated")
                 .build()).build();
+        installedParams = admin.configMaps().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName("sandboxd-admission-params")
+                .get().getData();
+        createTheRuntimeClassesTheBadFixturesName();
         setPodSecurity("privileged");
     }
 
@@ -68,6 +83,9 @@ class AdmissionIT {
     static void restore() {
         setPodSecurity("restricted");
         asSandboxd.close();
+        for (String name : createdRuntimeClasses) {
+            admin.resources(RuntimeClass.class).withName(name).delete();
+        }
     }
 
     @TestFactory
@@ -78,6 +96,8 @@ class AdmissionIT {
             ValidatingAdmissionPolicy policy = policyFor(name);
             tests.add(DynamicTest.dynamicTest(name, () -> {
                 Pod pod = read(fixture);
+                String otherParams = paramsItNeedsAndTheClusterLacks(pod);
+                assumeTrue(otherParams == null, () -> name + " skipped: " + otherParams);
                 // A policy the fixture is annotated to break as well may answer first.
                 List<ValidatingAdmissionPolicy> expected = new ArrayList<>(List.of(policy));
                 String also = pod.getMetadata().getAnnotations().get(ALSO_BREAKS);
@@ -97,7 +117,7 @@ class AdmissionIT {
                 KubernetesClient creator = name.startsWith("sandboxd-pod-creators") ? admin : asSandboxd;
                 KubernetesClientException e = assertThrows(KubernetesClientException.class, () -> dryRunCreate(creator, pod),
                         name + " must be rejected");
-                String message = e.getStatus() != null ? e.getStatus().getMessage() : e.getMessage();
+                String message = message(e);
                 assertTrue(expected.stream().anyMatch(p -> deniedBy(p, message)),
                         "rejected by " + expected.stream().map(p -> p.getMetadata().getName()).toList()
                                 + " with that policy's own message: " + message);
@@ -147,6 +167,9 @@ class AdmissionIT {
         setPodSecurity("restricted");
         try {
             for (Path fixture : list(FIXTURES.resolve("bad"))) {
+                if (paramsItNeedsAndTheClusterLacks(read(fixture)) != null) {
+                    continue;
+                }
                 KubernetesClient creator = fixture.getFileName().toString().startsWith("sandboxd-pod-creators") ? admin : asSandboxd;
                 try {
                     dryRunCreate(creator, read(fixture));
@@ -163,6 +186,51 @@ class AdmissionIT {
     private static Pod create(KubernetesClient client, Path fixture) throws IOException {
         Pod pod = read(fixture);
         return client.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(pod).create();
+    }
+
+    private static String message(KubernetesClientException e) {
+        return e.getStatus() != null ? e.getStatus().getMessage() : e.getMessage();
+    }
+
+    /** Why a fixture's own params ({@code fixtures.sandboxd.io/param-<key>}) are not the installed ones; null when they are. */
+    private static String paramsItNeedsAndTheClusterLacks(Pod pod) {
+        List<String> differences = new ArrayList<>();
+        Map<String, String> annotations = pod.getMetadata().getAnnotations();
+        (annotations == null ? Map.<String, String>of() : annotations).forEach((key, wanted) -> {
+            if (key.startsWith(PARAM_PREFIX)) {
+                String param = key.substring(PARAM_PREFIX.length());
+                String installed = installedParams.getOrDefault(param, "");
+                if (!installed.trim().equals(wanted.trim())) {
+                    differences.add("it needs " + param + "=\"" + wanted + "\" in sandboxd-admission-params, the cluster has \""
+                            + installed + "\"");
+                }
+            }
+        });
+        return differences.isEmpty() ? null : String.join("; ", differences);
+    }
+
+    /** The RuntimeClasses named by the bad fixtures that run here, created where missing (see the class comment). */
+    private static void createTheRuntimeClassesTheBadFixturesName() throws IOException {
+        for (Path fixture : list(FIXTURES.resolve("bad"))) {
+            Pod pod = read(fixture);
+            String name = pod.getSpec().getRuntimeClassName();
+            if (name == null || paramsItNeedsAndTheClusterLacks(pod) != null || createdRuntimeClasses.contains(name)) {
+                continue;
+            }
+            RuntimeClass existing = admin.resources(RuntimeClass.class).withName(name).get();
+            if (existing != null) {
+                // One left behind by an interrupted run is removed at the end of this one; the cluster's own are kept.
+                if ("sandboxd-e2e".equals(existing.getMetadata().getLabels() == null ? null
+                        : existing.getMetadata().getLabels().get("app.kubernetes.io/managed-by"))) {
+                    createdRuntimeClasses.add(name);
+                }
+                continue;
+            }
+            admin.resources(RuntimeClass.class).resource(new RuntimeClassBuilder()
+                    .withNewMetadata().withName(name).addToLabels("app.kubernetes.io/managed-by", "sandboxd-e2e").endMetadata()
+                    .withHandler(ABSENT_HANDLER).build()).create();
+            createdRuntimeClasses.add(name);
+        }
     }
 
     /** Creates the pod with {@code dryRun=All}: every admission plugin and policy runs, nothing is stored. */
