@@ -84,30 +84,15 @@ fi
 
 # gVisor: runsc and its containerd shim. Both static: runsc re-executes itself inside a chroot without a dynamic
 # loader, so a cgo build dies at every sandbox start ("fork/exec /proc/self/exe: no such file or directory").
-gv_bin=$cache/bin/gvisor-$GVISOR_VERSION
+# Two patches (tests-e2e/cluster/gvisor-patches.py says what and why); the cache key names their revision.
+gv_bin=$cache/bin/gvisor-$GVISOR_VERSION-sandboxd$GVISOR_PATCHES
 if [ ! -x "$gv_bin/containerd-shim-runsc-v1" ]; then
-  echo "building gVisor $GVISOR_VERSION (runsc and containerd-shim-runsc-v1)"
+  echo "building gVisor $GVISOR_VERSION with sandboxd's patches $GVISOR_PATCHES (runsc and containerd-shim-runsc-v1)"
   (cd / && go mod download gvisor.dev/gvisor@"$GVISOR_VERSION")
   src=$cache/src/gvisor-$GVISOR_VERSION
   rm -rf "$src"; mkdir -p "$cache/src"
   cp -r "$(go env GOMODCACHE)/gvisor.dev/gvisor@$GVISOR_VERSION" "$src"; chmod -R u+w "$src"
-  # The shim lowers its own oom_score_adj to -999 and fails when it may not; nodes without CAP_SYS_RESOURCE
-  # (these VMs; the same reason containerd runs with restrict_oom_score_adj) then start no sandbox at all. containerd's
-  # own runc shim ignores that permission error; so does ours, and nothing else changes.
-  python3 - "$src/pkg/shim/v1/manager.go" <<'PY'
-import re, sys
-p = sys.argv[1]
-s = open(p).read()
-pat = re.compile(r"if err := sys\.SetOOMScore\((?P<args>[^)]*)\); err != nil \{")
-m = pat.search(s)
-if not m:
-    sys.exit("gVisor shim: SetOOMScore call not found in " + p + "; update the patch for this version")
-s = s[:m.start()] + "if err := sys.SetOOMScore(" + m.group("args") + "); err != nil && !errors.Is(err, os.ErrPermission) {" + s[m.end():]
-for imp in ('"errors"', '"os"'):
-    if "\t" + imp + "\n" not in s:
-        s = s.replace("import (\n", "import (\n\t" + imp + "\n", 1)
-open(p, "w").write(s)
-PY
+  python3 "$here/gvisor-patches.py" "$src"
   mkdir -p "$gv_bin.tmp"
   (cd "$src" && go build -ldflags "-s -w" -o "$gv_bin.tmp/runsc" ./runsc \
      && go build -ldflags "-s -w" -o "$gv_bin.tmp/containerd-shim-runsc-v1" ./shim)

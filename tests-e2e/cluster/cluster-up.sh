@@ -138,8 +138,10 @@ cat > "$CLUSTER_STATE/containerd/config.toml" <<EOF
 version = 4
 root = "$CLUSTER_STATE/containerd/root"
 state = "$CLUSTER_STATE/containerd/state"
-[grpc]
+[plugins.'io.containerd.server.v1.grpc']
   address = "$CLUSTER_STATE/containerd/containerd.sock"
+[plugins.'io.containerd.server.v1.ttrpc']
+  address = "$CLUSTER_STATE/containerd/containerd.sock.ttrpc"
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]

@@ -22,6 +22,7 @@ import builtins
 import ctypes
 import linecache
 import os
+import resource
 import socket
 import struct
 import sys
@@ -30,6 +31,12 @@ import types
 
 HEADER = struct.Struct(">Q")
 PR_SET_DUMPABLE = 4
+# Most tasks (processes and threads) the sandbox's uid may have while a snippet runs (RLIMIT_NPROC). Under runc the
+# pod's pids cgroup (the kubelet's podPidsLimit, 256 on the local cluster) bounds a fork bomb as well; under gVisor it
+# counts gVisor's own host tasks instead (measured: some 70, plus about two per sandbox process), and a sandbox that
+# reaches it stops answering (at 90-odd processes on the local cluster). This limit, which gVisor's kernel enforces
+# per uid like Linux, stops the snippet well before. Each sandbox pod has a uid of its own: it is the pod's budget.
+MAX_TASKS = 64
 
 
 def set_dumpable(dumpable):
@@ -39,8 +46,16 @@ def set_dumpable(dumpable):
         pass  # best effort: the executor, which holds the pod log for good, is non-dumpable itself
 
 
+def limit_tasks():
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (MAX_TASKS, MAX_TASKS))
+    except (ValueError, OSError):
+        pass  # a lower limit set by the platform stays
+
+
 def main():
     set_dumpable(False)
+    limit_tasks()
     control = socket.socket(fileno=int(sys.argv[1]))
     session = sys.argv[2] == "session"
     # Like `python3 -c`: the working directory comes first, so uploaded modules can be imported.
@@ -115,7 +130,17 @@ def detach_output():
             stream.flush()
         except Exception:
             pass
-    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        # The snippet holds every descriptor it may have (a session keeps them): closing 1 and 2 releases the
+        # pipes just as well, and the next run's attach_output fills them again.
+        for fd in (1, 2):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        return
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(devnull)

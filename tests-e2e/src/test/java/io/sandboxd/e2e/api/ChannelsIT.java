@@ -30,6 +30,7 @@ import java.util.regex.Pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 /**
  * Isolation on every channel, attacked from inside real snippet and tool sandboxes that sandboxd created: UDP and
@@ -108,6 +109,10 @@ class ChannelsIT {
     @Test
     @Order(3)
     void aSnippetsIpv6LinkLocalSweepFindsItsNeighboursAndNothingAnswers() {
+        // Under gVisor the sweep cannot be staged from inside the sandbox (gVisor's network stack shows it no
+        // neighbour table, and sends to ff02::1 fail with ENETUNREACH); the closure shown here is the pod network's,
+        // outside every pod, so this test runs in the runc pass.
+        assumeFalse(Env.gvisor(), "the IPv6 link-local sweep is staged under runc only (see the comment)");
         List<String> args = new ArrayList<>(Attacks.args("--ipv6-sweep", Attacks.SWEEP_PORTS, "--sweep-also", coreDns));
         for (String ip : sandboxdIps) {
             args.addAll(List.of("--sweep-also", ip));

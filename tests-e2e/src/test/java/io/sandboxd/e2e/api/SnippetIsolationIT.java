@@ -91,9 +91,17 @@ class SnippetIsolationIT {
     @Test
     void memoryPastTheLimitKillsTheSnippetNotTheService() {
         ApiResponse r = sandboxd.execute(Map.of("code", "b = bytearray(1 << 30)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('survived')"));
-        assertEquals(200, r.status(), r.toString());
-        assertTrue(r.json().get("exit_code").asInt() != 0, r.toString());
-        assertTrue(!r.json().get("stdout").asText().contains("survived"), r.toString());
+        if (Env.gvisor() && r.status() == 502) {
+            // gVisor: the whole sandbox (gVisor's kernel, the executor with it) is starved or killed at the pod's
+            // limit; the run ends in the contract's 502 at its deadline instead of an exit code.
+            assertTrue(r.error().startsWith("sandbox execution failed"), r.toString());
+        } else {
+            assertEquals(200, r.status(), r.toString());
+            assertTrue(r.json().get("exit_code").asInt() != 0, r.toString());
+            assertTrue(!r.json().get("stdout").asText().contains("survived"), r.toString());
+        }
+        ApiResponse next = sandboxd.execute(Map.of("code", "print('service alive')"));
+        assertEquals(200, next.status(), "the service and the pool are unharmed: " + next);
     }
 
     @Test
@@ -113,7 +121,7 @@ class SnippetIsolationIT {
         String out = r.json().get("stdout").asText();
         assertTrue(out.startsWith("fork failed after "), r.toString());
         int forked = Integer.parseInt(out.split(" ")[3]);
-        assertTrue(forked < 300, "bounded by the pod's pid limit: " + out);
+        assertTrue(forked < 64, "bounded by the executor's RLIMIT_NPROC (64 tasks of the pod's own uid) before the pod's pid limit: " + out);
     }
 
     private static ApiResponse probe(String... args) {

@@ -39,7 +39,7 @@ class EgressIT {
     static void startPod() {
         k8s = TestCluster.client();
         pods = TestPods.inFreshNamespace(k8s, "e2e-egress", Map.of("e2e", "egress"));
-        pods.startSleeper("client", Map.of("role", "client"));
+        pods.startSleeper("client", Map.of("role", "client"), TestPods::onTestedRuntime);
     }
 
     @AfterAll

@@ -37,7 +37,7 @@ class NetworkPolicyIT {
         k8s = TestCluster.client();
         pods = TestPods.inFreshNamespace(k8s, "e2e-netpol", Map.of("e2e", "netpol"));
         for (String name : List.of("pod-a", "pod-b")) {
-            pods.startSleeper(name, Map.of("role", name), b -> b.editSpec().editFirstContainer()
+            pods.startSleeper(name, Map.of("role", name), b -> TestPods.onTestedRuntime(b).editSpec().editFirstContainer()
                     .withCommand("python3", "-c", Probes.tcpServer(PORT))
                     .withNewReadinessProbe().withNewTcpSocket().withPort(new IntOrString(PORT)).endTcpSocket()
                     .withPeriodSeconds(1).endReadinessProbe()

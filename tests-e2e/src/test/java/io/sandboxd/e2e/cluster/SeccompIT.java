@@ -42,7 +42,7 @@ class SeccompIT {
 
     @Test
     void runtimeDefaultFiltersAndUnshareIsDenied() {
-        pods.startSleeper("runtime-default", Map.of("role", "rd"));
+        pods.startSleeper("runtime-default", Map.of("role", "rd"), TestPods::onTestedRuntime);
         ExecResult status = pods.exec("runtime-default", "grep", "-E", "^(Seccomp|NoNewPrivs):", "/proc/self/status");
         assertTrue(status.stdout().matches("(?s).*Seccomp:\\s+2.*"), status.toString());
         assertTrue(status.stdout().matches("(?s).*NoNewPrivs:\\s+1.*"), status.toString());
@@ -63,7 +63,7 @@ class SeccompIT {
                  "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}
                 """);
         String mkdir = "import os\ntry:\n    os.mkdir('/tmp/probe-dir'); print('created')\nexcept OSError as e:\n    print('denied', e.errno)";
-        pods.startSleeper("localhost-profile", Map.of("role", "lp"), b -> b.editSpec()
+        pods.startSleeper("localhost-profile", Map.of("role", "lp"), b -> TestPods.onTestedRuntime(b).editSpec()
                 .editSecurityContext().editSeccompProfile().withType("Localhost").withLocalhostProfile("e2e/deny-mkdir.json")
                 .endSeccompProfile().endSecurityContext()
                 .editFirstContainer().addNewVolumeMount().withName("tmp").withMountPath("/tmp").endVolumeMount().endContainer()

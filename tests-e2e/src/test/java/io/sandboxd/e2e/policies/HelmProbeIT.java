@@ -26,6 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 /**
  * The chart's negative probe (`helm test`) passes on a correctly installed cluster, and fails when
@@ -81,6 +82,11 @@ class HelmProbeIT {
 
     @Test
     void probeAndGateFailWhileIpv6LinkLocalIsOpenAndPassOnceClosed() {
+        // Under gVisor the attack cannot be staged from inside the sandbox: gVisor's network stack shows it no
+        // neighbour table (the sweep finds its targets by ARP) and no unscoped IPv6 route (ff02::1: ENETUNREACH), so
+        // the probe and the gate would pass whatever the pod network does, proving nothing. The closure this test
+        // shows is the pod network's (outside every pod, whatever its runtime); it runs in the runc pass.
+        assumeFalse(Env.gvisor(), "the IPv6-open control is shown under runc only (see the comment)");
         assertEquals("closed", podNetwork("status").trim(), "a fresh make up leaves no IPv6 path");
         TestPods control = TestPods.inFreshNamespace(k8s, "e2e-ipv6-open", Map.of("e2e", "ipv6"));
         String waitingPod = null;

@@ -89,12 +89,20 @@ public final class TestPods implements AutoCloseable {
         }
     }
 
+    /**
+     * For a pod that stands in for a sandbox: it runs on this pass's runtime (gVisor in the gVisor pass). Controls and
+     * attackers that are not sandboxes stay on the cluster default, so a positive control shows the network and the
+     * node as they are, not as gVisor's network stack sees them.
+     */
+    public static PodBuilder onTestedRuntime(PodBuilder pod) {
+        return Env.runtimeClass().isEmpty() ? pod : pod.editSpec().withRuntimeClassName(Env.runtimeClass()).endSpec();
+    }
+
     public static PodBuilder hardenedPod(String name, Map<String, String> labels, List<String> command) {
         return new PodBuilder()
                 .withNewMetadata().withName(name).withLabels(labels).endMetadata()
                 .withNewSpec()
                 .withRestartPolicy("Never")
-                .withRuntimeClassName(Env.runtimeClass().isEmpty() ? null : Env.runtimeClass())
                 .withAutomountServiceAccountToken(false)
                 .withEnableServiceLinks(false)
                 .withTerminationGracePeriodSeconds(0L)
