@@ -7,6 +7,7 @@ import java.util.logging.Logger;
 import io.sandboxd.limits.LimitExceeded;
 import io.sandboxd.sandbox.SandboxFailure;
 
+import io.helidon.http.HeaderValues;
 import io.helidon.http.HttpException;
 import io.helidon.logging.common.HelidonMdc;
 import io.helidon.webserver.http.HttpRouting;
@@ -58,6 +59,11 @@ public final class ErrorMapping {
 
     private static void send(ServerRequest req, ServerResponse res, int status, String message) {
         res.header(RequestId.HEADER, RequestId.of(req));
+        if (req.content().hasEntity() && !req.content().consumed()) {
+            // A body left unread (refused before or while reading it): say that the connection ends here, so that
+            // the client does not send its next request on a connection the server will not read again.
+            res.header(HeaderValues.CONNECTION_CLOSE);
+        }
         ApiJson.send(res, status, new ErrorBody(message));
     }
 

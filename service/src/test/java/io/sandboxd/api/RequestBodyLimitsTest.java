@@ -135,11 +135,19 @@ class RequestBodyLimitsTest {
         // before the body does, instead of racing the connection close (which made this test flaky).
         assertError(send(request("/v1/execute", big, token("p")).expectContinue(true)), 413,
                 "request body too large: the limit is 65536 bytes");
+        // Streamed (chunked) past the cap, the client sending all of it: the server reads the rest (up to 1 MiB) and
+        // throws it away, so the client reads the 413, and the connection stays usable.
         HttpResponse<String> chunked = send(HttpRequest.newBuilder(uri.resolve("/v1/execute"))
+                                                    .header("Authorization", "Bearer " + token("p"))
+                                                    .POST(chunked(big)));
+        assertError(chunked, 413, "request body too large: the limit is 65536 bytes");
+        // The same with Expect: 100-continue: the body is never sent, and the response says the connection ends.
+        HttpResponse<String> waiting = send(HttpRequest.newBuilder(uri.resolve("/v1/execute"))
                                                     .header("Authorization", "Bearer " + token("p"))
                                                     .expectContinue(true)
                                                     .POST(chunked(big)));
-        assertError(chunked, 413, "request body too large: the limit is 65536 bytes");
+        assertError(waiting, 413, "request body too large: the limit is 65536 bytes");
+        assertEquals("close", waiting.headers().firstValue("Connection").orElse(""), waiting.headers().toString());
         String exactlyTheCap = "{\"code\":\"1\",\"x\":\"" + "a".repeat((int) EXECUTE_CAP - 19) + "\"}";
         assertEquals(EXECUTE_CAP, exactlyTheCap.length());
         assertEquals(200, post("/v1/execute", exactlyTheCap, token("p")).statusCode());

@@ -25,12 +25,15 @@ class PodSpecTest {
 
     @Test
     void poolPodIsHardened() {
-        Pod pod = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT).poolPod();
+        SnippetPodSpec snippetSpec = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT);
+        Pod pod = snippetSpec.poolPod();
         assertEquals("sandbox-", pod.getMetadata().getGenerateName());
         assertNull(pod.getMetadata().getName());
         assertEquals("cai-sandbox", pod.getMetadata().getNamespace());
         assertEquals(Map.of("app.kubernetes.io/managed-by", "sandboxd", "sandboxd.io/kind", "snippet",
-                            "sandboxd.io/state", "warm"), pod.getMetadata().getLabels());
+                            "sandboxd.io/state", "warm", "sandboxd.io/pod-spec", snippetSpec.revision()),
+                     pod.getMetadata().getLabels());
+        assertTrue(snippetSpec.revision().matches("[0-9a-f]{16}"), snippetSpec.revision());
         PodSpec spec = pod.getSpec();
         assertHardened(spec, "RuntimeDefault", null);
         assertEquals("None", spec.getDnsPolicy());
