@@ -29,6 +29,15 @@ public record IsolationGateSettings(String clusterDnsIp, String ownAddress, List
         extraClosed = List.copyOf(extraClosed);
     }
 
+    /**
+     * @param address a replica's pod IP, or "" for none
+     * @return these settings with that own address
+     */
+    public IsolationGateSettings withOwnAddress(String address) {
+        return new IsolationGateSettings(clusterDnsIp, address, extraClosed, ipv6LinkLocal, attemptTimeoutSeconds,
+                                         withinSeconds);
+    }
+
     static IsolationGateSettings from(Config node) {
         IsolationGateSettings settings = new IsolationGateSettings(
                 node.get("clusterDnsIp").asString().orElse(DEFAULTS.clusterDnsIp()),

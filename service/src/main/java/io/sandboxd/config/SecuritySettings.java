@@ -27,6 +27,14 @@ public record SecuritySettings(String seccompProfileType, String seccompLocalhos
         this(seccompProfileType, seccompLocalhostProfile, runtimeClassName, isolationGate, UidRange.DEFAULT);
     }
 
+    /**
+     * @return these settings as every replica has them: without this replica's own address
+     */
+    public SecuritySettings asAnyReplica() {
+        return new SecuritySettings(seccompProfileType, seccompLocalhostProfile, runtimeClassName,
+                                    isolationGate.withOwnAddress(""), sandboxUids);
+    }
+
     static SecuritySettings from(Config node) {
         SecuritySettings settings = new SecuritySettings(
                 node.get("seccompProfileType").asString().orElse("RuntimeDefault"),

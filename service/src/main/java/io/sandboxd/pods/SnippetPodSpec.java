@@ -62,8 +62,10 @@ public final class SnippetPodSpec {
         this.snippet = snippet;
         this.security = security;
         this.uids = uids;
+        // What every replica builds alike: not this pod's uid and secret, nor the replica's own address (the gate
+        // checks that the replica which created the pod does not answer it).
         this.revision = digest(build(null, baseLabels(), Map.of(), false, security.sandboxUids().min(),
-                                     new EnvVar(PodToken.ENV, "", null)));
+                                     new EnvVar(PodToken.ENV, "", null), security.asAnyReplica()));
     }
 
     /**
@@ -132,11 +134,11 @@ public final class SnippetPodSpec {
     private Pod build(String name, Map<String, String> labels, Map<String, String> annotations, boolean session) {
         Map<String, String> withRevision = new LinkedHashMap<>(labels);
         withRevision.put(SandboxLabels.POD_SPEC, revision);
-        return build(name, withRevision, annotations, session, uids.next(), PodToken.freshEnvVar());
+        return build(name, withRevision, annotations, session, uids.next(), PodToken.freshEnvVar(), security);
     }
 
     private Pod build(String name, Map<String, String> labels, Map<String, String> annotations, boolean session,
-                      long uid, EnvVar podToken) {
+                      long uid, EnvVar podToken, SecuritySettings security) {
         List<EnvVar> env = new ArrayList<>();
         env.add(new EnvVar("SANDBOX_WORKDIR", WORKDIR, null));
         env.add(new EnvVar("SANDBOX_MAX_OUTPUT_BYTES", Long.toString(snippet.maxOutputBytes()), null));

@@ -4,6 +4,7 @@ import io.sandboxd.TestSettings;
 import java.util.List;
 import java.util.Map;
 
+import io.sandboxd.config.IsolationGateSettings;
 import io.sandboxd.config.SecuritySettings;
 import io.sandboxd.config.UidRange;
 
@@ -16,12 +17,28 @@ import io.fabric8.kubernetes.api.model.Volume;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class PodSpecTest {
 
+
+    @Test
+    void theRevisionIsTheSameOnEveryReplicaAndChangesWithThePod() {
+        IsolationGateSettings gate = IsolationGateSettings.DEFAULTS;
+        SnippetPodSpec replicaA = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, new SecuritySettings(
+                "RuntimeDefault", "", "", gate.withOwnAddress("10.244.0.5")));
+        SnippetPodSpec replicaB = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, new SecuritySettings(
+                "RuntimeDefault", "", "", gate.withOwnAddress("10.244.0.6")));
+        assertEquals(replicaA.revision(), replicaB.revision(), "the replica's own address is not part of it");
+        assertTrue(replicaB.isCurrent(replicaA.poolPod()), "a pod one replica built is current for the other");
+        SnippetPodSpec gvisor = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, new SecuritySettings(
+                "RuntimeDefault", "", "gvisor", gate.withOwnAddress("10.244.0.5")));
+        assertNotEquals(replicaA.revision(), gvisor.revision(), "another runtime class is another pod");
+        assertFalse(gvisor.isCurrent(replicaA.poolPod()));
+    }
 
     @Test
     void poolPodIsHardened() {
