@@ -14,6 +14,7 @@ import io.sandboxd.config.SnippetSettings;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -193,7 +194,10 @@ public final class SnippetPodSpec {
 
     private static String digest(Pod pod) {
         try {
-            byte[] json = new ObjectMapper().writeValueAsString(pod).getBytes(StandardCharsets.UTF_8);
+            // Map entries sorted by key: the pod's maps (resources, e.g. from Map.of) iterate in an order that differs
+            // from one JVM to the next, and every replica must arrive at the same digest.
+            byte[] json = new ObjectMapper().configure(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS, true)
+                    .writeValueAsString(pod).getBytes(StandardCharsets.UTF_8);
             // 16 hex digits: a label value, and no two revisions of one installation collide in practice.
             return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(json), 0, 8);
         } catch (JsonProcessingException | NoSuchAlgorithmException e) {
