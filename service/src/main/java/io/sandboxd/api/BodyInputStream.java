@@ -72,27 +72,6 @@ final class BodyInputStream extends InputStream {
         return n;
     }
 
-    /**
-     * Reads what is left of the body and throws it away, up to a bound, so that a client still sending it reads the
-     * response instead of a reset connection. A failure ends it: the response then closes the connection.
-     *
-     * @param atMost the most bytes to read in all, counting those read already
-     */
-    void discardRest(long atMost) {
-        byte[] sink = new byte[8192];
-        try {
-            while (read < atMost) {
-                int n = in.read(sink, 0, (int) Math.min(sink.length, atMost - read));
-                if (n < 0) {
-                    return;
-                }
-                read += n;
-            }
-        } catch (IOException | RuntimeException e) {
-            // the error response closes the connection
-        }
-    }
-
     @Override
     public void close() {
         // left to the server

@@ -7,6 +7,7 @@ import java.util.logging.Logger;
 import io.sandboxd.limits.LimitExceeded;
 import io.sandboxd.sandbox.SandboxFailure;
 
+import io.helidon.http.HeaderNames;
 import io.helidon.http.HeaderValues;
 import io.helidon.http.HttpException;
 import io.helidon.logging.common.HelidonMdc;
@@ -59,12 +60,19 @@ public final class ErrorMapping {
 
     private static void send(ServerRequest req, ServerResponse res, int status, String message) {
         res.header(RequestId.HEADER, RequestId.of(req));
-        if (req.content().hasEntity() && !req.content().consumed()) {
-            // A body left unread (refused before or while reading it): say that the connection ends here, so that
-            // the client does not send its next request on a connection the server will not read again.
+        if (waitsForContinue(req) && !req.content().consumed()) {
+            // Refused before the client was told to send its body: it will not send it, so the connection ends here;
+            // say so, or the client sends its next request on a connection the server will not read again. (A body
+            // that is being sent is read to its end by the server after the response, and the connection stays.)
             res.header(HeaderValues.CONNECTION_CLOSE);
         }
         ApiJson.send(res, status, new ErrorBody(message));
+    }
+
+    /** {@code Expect: 100-continue}, in any case (the JDK's client sends {@code 100-Continue}). */
+    private static boolean waitsForContinue(ServerRequest req) {
+        return req.headers().first(HeaderNames.EXPECT).map(v -> v.trim().equalsIgnoreCase("100-continue"))
+                .orElse(false);
     }
 
     private static void withRequestId(ServerRequest req, Runnable log) {

@@ -7,7 +7,6 @@ import io.sandboxd.json.JsonLimits;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
-import io.helidon.http.HeaderValues;
 import io.helidon.webserver.http.ServerRequest;
 
 /**
@@ -21,14 +20,8 @@ import io.helidon.webserver.http.ServerRequest;
  * {@code invalid JSON body};</li>
  * <li>the charge shrinks to what the call keeps (its strings) and is held until the call ends.</li>
  * </ol>
- * The rest of a refused body is read and thrown away, up to {@link #DISCARD_AT_MOST} bytes (unless the client waits
- * for {@code 100 Continue} and so sends nothing), so that a client still sending reads the error instead of a reset
- * connection; past that the error goes out with {@code Connection: close} ({@link ErrorMapping}).
  */
 final class JsonBody {
-
-    /** The most of a refused body read and thrown away so that its sender sees the error: 1 MiB. */
-    static final long DISCARD_AT_MOST = 1L << 20;
 
     /** Reads the body's JSON into what the route keeps. */
     @FunctionalInterface
@@ -98,30 +91,21 @@ final class JsonBody {
      * @throws ApiException 413, 400 or 503 as above
      */
     <T extends Kept> Read<T> read(ServerRequest req, String project, Reader<T> reader) {
+        long cap = limits.maxBytes();
+        long announced = req.headers().contentLength().orElse(-1);
+        if (announced > cap) {
+            throw ApiException.bodyTooLarge(cap);
+        }
         if (!req.content().hasEntity()) {
             throw ApiException.invalidJson();
         }
-        long cap = limits.maxBytes();
-        long announced = req.headers().contentLength().orElse(-1);
-        BodyInputStream body = new BodyInputStream(req.content().inputStream(), cap);
+        BodyBudget.Grant grant = budget.acquire(project, announced >= 0 ? announced : Math.max(cap, chunkedCharge));
         try {
-            if (announced > cap) {
-                throw ApiException.bodyTooLarge(cap);
-            }
-            BodyBudget.Grant grant = budget.acquire(project,
-                                                    announced >= 0 ? announced : Math.max(cap, chunkedCharge));
-            try {
-                T value = parse(body, reader);
-                grant.shrinkTo(value.keptChars());
-                return new Read<>(value, grant);
-            } catch (RuntimeException e) {
-                grant.close();
-                throw e;
-            }
-        } catch (ApiException e) {
-            if (!req.headers().contains(HeaderValues.EXPECT_100)) {
-                body.discardRest(DISCARD_AT_MOST);
-            }
+            T value = parse(new BodyInputStream(req.content().inputStream(), cap), reader);
+            grant.shrinkTo(value.keptChars());
+            return new Read<>(value, grant);
+        } catch (RuntimeException e) {
+            grant.close();
             throw e;
         }
     }

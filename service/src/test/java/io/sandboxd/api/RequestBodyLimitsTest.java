@@ -135,8 +135,8 @@ class RequestBodyLimitsTest {
         // before the body does, instead of racing the connection close (which made this test flaky).
         assertError(send(request("/v1/execute", big, token("p")).expectContinue(true)), 413,
                 "request body too large: the limit is 65536 bytes");
-        // Streamed (chunked) past the cap, the client sending all of it: the server reads the rest (up to 1 MiB) and
-        // throws it away, so the client reads the 413, and the connection stays usable.
+        // Streamed (chunked) past the cap, the client sending all of it: the server reads the rest after the 413
+        // and throws it away, so the client reads the 413, and the connection stays usable.
         HttpResponse<String> chunked = send(HttpRequest.newBuilder(uri.resolve("/v1/execute"))
                                                     .header("Authorization", "Bearer " + token("p"))
                                                     .POST(chunked(big)));
