@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import io.sandboxd.config.ConfigLoader;
 import io.sandboxd.config.SandboxConfig;
@@ -22,6 +21,7 @@ import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import org.junit.jupiter.api.Test;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
@@ -103,7 +103,13 @@ class RuntimeBenchmark {
                 pod.getMetadata().setName("start-" + i);
                 long t = System.nanoTime();
                 k8s.pods().inNamespace(ns.namespace()).resource(pod).create();
-                k8s.pods().inNamespace(ns.namespace()).withName("start-" + i).waitUntilReady(180, TimeUnit.SECONDS);
+                // Polled, not watched: a watch-based wait once missed a pod that was long Ready (under gVisor).
+                String name = "start-" + i;
+                await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(50)).until(() ->
+                        k8s.pods().inNamespace(ns.namespace()).withName(name).get() instanceof Pod p
+                                && p.getStatus() != null && p.getStatus().getConditions() != null
+                                && p.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType())
+                                        && "True".equals(c.getStatus())));
                 micros.add((System.nanoTime() - t) / 1000);
                 k8s.pods().inNamespace(ns.namespace()).withName("start-" + i).withGracePeriod(0).delete();
             }
