@@ -17,7 +17,6 @@ import io.sandboxd.pods.SnippetPodSpec;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import org.junit.jupiter.api.Test;
 
@@ -91,12 +90,7 @@ class RuntimeBenchmark {
         SecuritySettings security = new SecuritySettings(base.seccompProfileType(), base.seccompLocalhostProfile(),
                                                          runtimeClass, base.isolationGate(), base.sandboxUids());
         List<Long> micros = new ArrayList<>();
-        try (TestPods ns = TestPods.inFreshNamespace(k8s, "e2e-bench-start", Map.of("e2e", "bench"))) {
-            // No egress, so the pod's isolation gate opens as in the sandbox namespace.
-            k8s.network().networkPolicies().inNamespace(ns.namespace()).resource(new NetworkPolicyBuilder()
-                    .withNewMetadata().withName("no-egress").endMetadata()
-                    .withNewSpec().withNewPodSelector().endPodSelector().withPolicyTypes("Ingress", "Egress")
-                    .addNewIngress().endIngress().endSpec().build()).create();
+        try (TestPods ns = WarmPoolBenchmark.namespaceWithoutEgress(k8s, "e2e-bench-start")) {
             for (int i = 0; i < POD_STARTS; i++) {
                 Pod pod = new SnippetPodSpec(ns.namespace(), defaults.snippet(), security).poolPod();
                 pod.getMetadata().setGenerateName(null);

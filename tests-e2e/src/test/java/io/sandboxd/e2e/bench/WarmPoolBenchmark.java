@@ -135,13 +135,7 @@ class WarmPoolBenchmark {
         List<Long> micros = new ArrayList<>();
         // The very pod spec sandboxd's pool uses, with the chart's defaults.
         SandboxConfig config = SandboxConfig.from(ConfigLoader.load(null).get("sandbox"));
-        try (TestPods ns = TestPods.inFreshNamespace(k8s, "e2e-bench-cold", Map.of("e2e", "bench"))) {
-            // No egress (so the pod's isolation gate opens, as in the sandbox namespace); ingress open to
-            // the benchmark, which calls the executor directly.
-            k8s.network().networkPolicies().inNamespace(ns.namespace()).resource(new NetworkPolicyBuilder()
-                    .withNewMetadata().withName("no-egress").endMetadata()
-                    .withNewSpec().withNewPodSelector().endPodSelector().withPolicyTypes("Ingress", "Egress")
-                    .addNewIngress().endIngress().endSpec().build()).create();
+        try (TestPods ns = namespaceWithoutEgress(k8s, "e2e-bench-cold")) {
             for (int i = 0; i < COLD_RUNS; i++) {
                 long t = System.nanoTime();
                 Pod pod = new SnippetPodSpec(ns.namespace(), config.snippet(), config.security()).poolPod();
@@ -160,6 +154,19 @@ class WarmPoolBenchmark {
             }
         }
         return micros;
+    }
+
+    /**
+     * A fresh namespace whose pods have no egress (so a sandbox pod's isolation gate opens, as in the sandbox
+     * namespace) and open ingress (the benchmark calls the executor directly).
+     */
+    static TestPods namespaceWithoutEgress(KubernetesClient k8s, String name) {
+        TestPods ns = TestPods.inFreshNamespace(k8s, name, Map.of("e2e", "bench"));
+        k8s.network().networkPolicies().inNamespace(ns.namespace()).resource(new NetworkPolicyBuilder()
+                .withNewMetadata().withName("no-egress").endMetadata()
+                .withNewSpec().withNewPodSelector().endPodSelector().withPolicyTypes("Ingress", "Egress")
+                .addNewIngress().endIngress().endSpec().build()).create();
+        return ns;
     }
 
     static void report(String label, List<Long> micros) {
