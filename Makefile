@@ -54,6 +54,7 @@ reload: images ## rebuild the images and restart sandboxd and its pool from them
 down: cluster-down ## stop everything `make up` started
 
 e2e: ## the end-to-end suite against $$KUBECONFIG (or the local cluster)
+	rm -rf tests-e2e/target/failsafe-reports*  # a pass that is skipped must not leave an old summary to verify
 	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(MVN) -pl tests-e2e -am -Pe2e -DskipUnitTests=true verify
 
 test: packages unit-test ## every test: unit tests, then the cluster up, the e2e suite, the cluster down
@@ -61,4 +62,5 @@ test: packages unit-test ## every test: unit tests, then the cluster up, the e2e
 	status=0; $(MAKE) e2e || status=$$?; $(MAKE) cluster-down; exit $$status
 
 bench: ## warm-pool benchmark against the local cluster: p50/p99 at concurrency 1 and 4 vs a cold pod-per-call baseline
+	rm -rf tests-e2e/target/failsafe-reports*
 	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(MVN) -pl tests-e2e -am -Pbench -DskipUnitTests=true verify

@@ -20,6 +20,7 @@ import io.sandboxd.pool.PodWrites;
 import io.sandboxd.pool.PoolCounters;
 import io.sandboxd.pool.PoolLeadership;
 import io.sandboxd.pool.PoolReconciler;
+import io.sandboxd.pool.PoolTimes;
 import io.sandboxd.pool.SessionPods;
 import io.sandboxd.pool.WarmPool;
 import io.sandboxd.run.PodToolCaller;
@@ -75,8 +76,6 @@ final class ClusterSandboxes implements AutoCloseable {
         ExecutorClient executor = ExecutorClient.create(ApiJson.MAPPER,
                                                         ExecutorClient.replyCap(snippet.maxOutputBytes(),
                                                                                 snippet.maxFilesBytes()));
-        pool = new WarmPool(snippetPods, writes, replicaId, clock, snippet.reservePerReplica(),
-                            executor::awaitReachable, snippetSpec::isCurrent);
         Duration warmWait = Duration.ofSeconds(snippet.warmWaitSeconds());
         Duration longestRun = Duration.ofSeconds(snippet.maxTimeoutSeconds()).plus(ExecutorClient.DEADLINE_MARGIN);
         PoolReconciler.Limits limits = PoolReconciler.Limits.of(snippet.poolTarget(),
@@ -86,11 +85,15 @@ final class ClusterSandboxes implements AutoCloseable {
                                                                 Duration.ofSeconds(tool.maxTimeoutSeconds()),
                                                                 Duration.ofSeconds(snippet.sessionIdleSeconds()),
                                                                 Duration.ofSeconds(snippet.sessionMaxLifetimeSeconds()));
+        pool = new WarmPool(snippetPods, writes, replicaId, clock, snippet.reservePerReplica(),
+                            new PoolTimes(config.lifecycle().reservationHold(), limits.claimedPodDeadline()),
+                            executor::awaitReachable, snippetSpec::isCurrent);
         SessionPods sessions = new SessionPods(snippetPods, writes, snippetSpec, counters, replicaId, clock,
                                                warmWait, longestRun.plus(warmWait),
                                                new SessionPods.Bounds(config.projectLimits().sessions(),
                                                                       limits.sessionIdleAfter(),
-                                                                      limits.sessionMaxLifetime()));
+                                                                      limits.sessionMaxLifetime(),
+                                                                      limits.sessionPodDeadline()));
         ProjectLimits projectLimits = new ProjectLimits(config.projectLimits());
         pooledRunner = new PooledSnippetRunner(pool, sessions, executor, counters, snippet.poolTarget(), warmWait);
         snippetRunner = projectLimits.snippets(pooledRunner);

@@ -1,7 +1,6 @@
 package io.sandboxd;
 
 import java.time.Duration;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import java.util.logging.Level;
@@ -74,11 +73,10 @@ public final class Main {
                                                                           Runtime.getRuntime().maxMemory()));
         RequestBodies.registerMeters(components.bodies());
         ProcessHealth health = ProcessHealth.start();
-        AtomicBoolean draining = new AtomicBoolean();
         WebServerConfig.Builder serverConfig = WebServer.builder()
                 .config(config.get("server"))
                 .shutdownHook(false)
-                .addFeature(observe(config, () -> cluster.synced() && !draining.get(), health::liveness))
+                .addFeature(observe(config, () -> cluster.synced() && !inFlight.draining(), health::liveness))
                 .routing(routing -> ApiRouting.register(routing, components));
         ApiRouting.configure(serverConfig, components);
         WebServer server = serverConfig.build().start();
@@ -90,11 +88,16 @@ public final class Main {
                                                           sandbox.tool().readyTimeoutSeconds()
                                                                   + sandbox.tool().maxTimeoutSeconds()))
                 .plus(ExecutorClient.DEADLINE_MARGIN);
+        Duration shutdownDelay = sandbox.lifecycle().shutdownDelay();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            draining.set(true);
-            shutdownLog(Level.INFO, "shutting down: waiting up to " + drainLimit.toSeconds() + "s for "
-                    + inFlight.count() + " call(s) under way");
+            // Not ready from now on; keep serving while endpoints and proxies stop sending new connections here,
+            // every response ending its connection, then let the calls under way finish.
+            inFlight.drain();
+            shutdownLog(Level.INFO, "shutting down: serving " + shutdownDelay.toSeconds() + "s more while endpoints "
+                    + "update, then waiting up to " + drainLimit.toSeconds() + "s for the calls under way");
             try {
+                Thread.sleep(shutdownDelay);
+                shutdownLog(Level.INFO, "waiting for " + inFlight.count() + " call(s) under way");
                 if (!inFlight.awaitIdle(drainLimit)) {
                     shutdownLog(Level.WARNING, "calls still under way at shutdown; their pods are left to the pool "
                             + "leader");

@@ -56,6 +56,7 @@ class SandboxdConfigTest {
           keysDir: /etc/sandboxd/keys
           audience: sandboxd
           issuer: ""
+        lifecycle: {shutdownDelaySeconds: 5, reservationHoldSeconds: 120}
         requestBodies: {budgetBytes: 0, budgetWaitMillis: 2000, executeMaxTokens: 10000}
         limits:
           perProject: {executeInFlight: 100, sessionRunsInFlight: 16, callInFlight: 8, sessions: 8}

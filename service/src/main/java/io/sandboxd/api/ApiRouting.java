@@ -20,6 +20,7 @@ public final class ApiRouting {
      */
     public static void register(HttpRouting.Builder routing, ApiComponents components) {
         routing.addFilter(new RequestIdFilter());
+        routing.addFilter(new DrainFilter(components.inFlight()));
         ErrorMapping.register(routing);
         routing.register(new ExecuteService(components),
                          new ToolCallService(components),

@@ -11,7 +11,8 @@ public record SandboxConfig(String namespace,
                             SecuritySettings security,
                             TokenSettings tokens,
                             ProjectLimitSettings projectLimits,
-                            RequestBodySettings requestBodies) {
+                            RequestBodySettings requestBodies,
+                            LifecycleSettings lifecycle) {
 
     /**
      * Reads the {@code sandbox} node.
@@ -27,7 +28,8 @@ public record SandboxConfig(String namespace,
                 SecuritySettings.from(sandbox.get("security")),
                 TokenSettings.from(sandbox.get("tokens")),
                 ProjectLimitSettings.from(sandbox.get("limits").get("perProject")),
-                RequestBodySettings.from(sandbox.get("requestBodies")));
+                RequestBodySettings.from(sandbox.get("requestBodies")),
+                LifecycleSettings.from(sandbox.get("lifecycle")));
         config.validate();
         return config;
     }
@@ -50,6 +52,7 @@ public record SandboxConfig(String namespace,
         require(s.maxRequestBytes() >= 1024, "sandbox.snippet.maxRequestBytes must be at least 1024");
         require(!tokens.audience().isBlank(), "sandbox.tokens.audience must not be empty");
         requestBodies.validate();
+        lifecycle.validate();
         require(s.sessionMaxLifetimeSeconds() >= 1, "sandbox.snippet.sessionMaxLifetimeSeconds must be at least 1");
         ProjectLimitSettings p = projectLimits;
         require(p.executeInFlight() >= 0 && p.sessionRunsInFlight() >= 0 && p.callInFlight() >= 0

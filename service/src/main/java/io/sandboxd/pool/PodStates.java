@@ -127,6 +127,16 @@ public final class PodStates {
 
     /**
      * @param pod pod
+     * @return when the kubelet started it ({@code status.startTime}, from which {@code activeDeadlineSeconds} counts),
+     *     else its creation time
+     */
+    public static Instant startedAt(Pod pod) {
+        return Optional.ofNullable(pod.getStatus()).map(s -> s.getStartTime()).flatMap(PodStates::parseTime)
+                .orElseGet(() -> createdAt(pod));
+    }
+
+    /**
+     * @param pod pod
      * @return when it was claimed (annotation), else when it was created
      */
     public static Instant claimedAt(Pod pod) {

@@ -89,8 +89,39 @@ final class PoolMarks {
      * @param pod       pod as last seen
      * @param claimedBy {@code <replica-id>/<request-id>}
      * @param at        time of the claim
-     * @param project   caller's project, or {@code null} (pool trims)
+     * @param project    caller's project
+     * @param runsAtMost how long the run may take: the pod's deadline ({@link #endingWithin})
      * @return the pod claimed
+     */
+    static Pod claimed(Pod pod, String claimedBy, Instant at, String project, Duration runsAtMost) {
+        return endingWithin(claimed(pod, claimedBy, at, project), at, runsAtMost);
+    }
+
+    /**
+     * The pod with the kubelet's own end ({@code activeDeadlineSeconds}, counted from the pod's start) no later than
+     * {@code within} after {@code now}: a claimed pod ends even when no replica is left to delete it. The API server
+     * lets a running pod's deadline be set or shortened, never lengthened; a shorter one is kept.
+     *
+     * @param pod    pod as last seen
+     * @param now    now
+     * @param within how long from now it may still run
+     * @return the pod with its deadline
+     */
+    static Pod endingWithin(Pod pod, Instant now, Duration within) {
+        long seconds = Duration.between(PodStates.startedAt(pod), now).plus(within).toSeconds() + 1;
+        Long current = pod.getSpec() == null ? null : pod.getSpec().getActiveDeadlineSeconds();
+        if (current != null && current <= seconds) {
+            return pod;
+        }
+        return new PodBuilder(pod).editOrNewSpec().withActiveDeadlineSeconds(seconds).endSpec().build();
+    }
+
+    /**
+     * @param pod       pod as last seen
+     * @param claimedBy {@code <replica-id>/<request-id>}
+     * @param at        time of the claim
+     * @param project   caller's project, or {@code null} (pool trims)
+     * @return the pod claimed (no deadline: for a pod deleted right after, as the pool's trims are)
      */
     static Pod claimed(Pod pod, String claimedBy, Instant at, String project) {
         PodBuilder builder = new PodBuilder(pod)

@@ -51,6 +51,22 @@ public final class PoolReconciler implements AutoCloseable {
                          Duration sessionIdleAfter,
                          Duration sessionMaxLifetime) {
 
+        /**
+         * @return how long a claimed pool pod may run: past an orphaned claim's clean-up, so that the leader deletes
+         *     an orphan first and the kubelet's deadline only ends one when no replica is left to
+         */
+        public Duration claimedPodDeadline() {
+            return orphanedClaimAfter.plus(ORPHAN_MARGIN);
+        }
+
+        /**
+         * @return how long a session pod may live from its start: its lifetime, a run begun just before its end, and
+         *     the clean-up's margin (the pod's {@code activeDeadlineSeconds})
+         */
+        public Duration sessionPodDeadline() {
+            return sessionMaxLifetime.plus(orphanedClaimAfter).plus(ORPHAN_MARGIN);
+        }
+
         /** A session's longest life when none is given (the chart's default). */
         public static final Duration DEFAULT_SESSION_LIFETIME = Duration.ofHours(1);
 

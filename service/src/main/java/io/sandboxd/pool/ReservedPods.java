@@ -36,7 +36,7 @@ import io.fabric8.kubernetes.api.model.Pod;
  * writes it), so the pool's leader refills and other replicas stop counting the pod as warm; a run that ends within
  * {@link #RECORD_AFTER} needs no record, because deleting its pod says the same. Reservations are
  * renewed while they wait; one whose holder died lapses and is deleted by the leader ({@link PoolReconciler}). A
- * reservation is handed out only while at least {@link #HAND_OUT_MARGIN} of it is left, so the hand-over is on record
+ * reservation is handed out only while at least {@link PoolTimes#handOutMargin()} of it is left, so the hand-over is on record
  * long before anyone could take the pod for an orphan. On shutdown the queued pods are given back as warm.
  *
  * <p>Requests are spread over replicas by the Service, not by who holds pods, so a replica may have a request waiting
@@ -47,13 +47,6 @@ import io.fabric8.kubernetes.api.model.Pod;
  */
 final class ReservedPods implements AutoCloseable {
 
-    /** How long a reservation holds without renewal. */
-    static final Duration HOLD = Duration.ofSeconds(120);
-    /** A queued reservation with less than this left is renewed. */
-    static final Duration RENEW_WITHIN = Duration.ofSeconds(60);
-    /** A reservation with less than this left is not handed out. */
-    static final Duration HAND_OUT_MARGIN = Duration.ofSeconds(30);
-
     /** How long an ask for another replica's pod stands. */
     static final Duration ASK_STANDS = Duration.ofSeconds(5);
     /** An ask not answered within this is forgotten (the pod, if passed on later, lapses). */
@@ -63,7 +56,6 @@ final class ReservedPods implements AutoCloseable {
     static final Duration RECORD_AFTER = Duration.ofSeconds(1);
 
     private static final Logger LOGGER = Logger.getLogger(ReservedPods.class.getName());
-    private static final Duration PERIOD = Duration.ofSeconds(10);
 
     /** A pod handed to a request: the pending record, and its completion. */
     private record HandOver(ScheduledFuture<?> timer, CompletableFuture<Void> recorded) {
@@ -81,6 +73,7 @@ final class ReservedPods implements AutoCloseable {
     private final String replicaId;
     private final Clock clock;
     private final int capacity;
+    private final PoolTimes times;
     private final Predicate<String> reachable;
     private final Predicate<Pod> current;
     private final Set<String> held;
@@ -103,13 +96,15 @@ final class ReservedPods implements AutoCloseable {
      * @param replicaId this replica's id
      * @param clock     clock
      * @param capacity  most pods this replica holds in reserve (0: none)
+     * @param times     how long a reservation holds, and a claimed pod may run
      * @param reachable whether a pod at this IP answers HTTP (waits a little)
      * @param held      pods this replica holds or is writing (shared with {@link WarmPool}, so that a direct claim and
      *                  a reservation of this replica never race each other)
      * @param current   whether a pod was built from this replica's pod spec (only those are reserved or asked for)
      */
-    ReservedPods(PodCache cache, PodWrites writes, String replicaId, Clock clock, int capacity,
+    ReservedPods(PodCache cache, PodWrites writes, String replicaId, Clock clock, int capacity, PoolTimes times,
                  Predicate<String> reachable, Set<String> held, Predicate<Pod> current) {
+        this.times = times;
         this.current = current;
         this.cache = cache;
         this.writes = writes;
@@ -128,7 +123,7 @@ final class ReservedPods implements AutoCloseable {
         }
         started = true;
         cache.onChange(this::trigger);
-        passes.every(PERIOD);
+        passes.every(times.renewPeriod());
         trigger();
     }
 
@@ -153,7 +148,7 @@ final class ReservedPods implements AutoCloseable {
             Optional<Pod> current = cache.pod(reservation.name());
             boolean serviceable = current.isPresent() && PodStates.isReady(current.get())
                     && !PodStates.isDeleting(current.get())
-                    && !reservation.until().minus(HAND_OUT_MARGIN).isBefore(now);
+                    && !reservation.until().minus(times.handOutMargin()).isBefore(now);
             if (serviceable) {
                 recordHandOver(reservation, requestId, project, now);
                 trigger(); // reserve the next one
@@ -224,7 +219,7 @@ final class ReservedPods implements AutoCloseable {
                 continue; // not asked for, or a request of this replica took it meanwhile
             }
             Optional<Pod> passed = updateOwned(reservation.pod(),
-                                               pod -> PoolMarks.passedOn(pod, asker.get(), now.plus(HOLD)));
+                                               pod -> PoolMarks.passedOn(pod, asker.get(), now.plus(times.reservationHold())));
             if (passed.isPresent()) {
                 held.remove(reservation.name());
                 LOGGER.fine(() -> "passed reserved pod " + reservation.name() + " on to " + asker.get());
@@ -253,10 +248,10 @@ final class ReservedPods implements AutoCloseable {
     private void renew() {
         Instant now = clock.instant();
         for (Reservation reservation : List.copyOf(queued)) {
-            if (!reservation.until().minus(RENEW_WITHIN).isBefore(now) || !queued.remove(reservation)) {
+            if (!reservation.until().minus(times.renewWithin()).isBefore(now) || !queued.remove(reservation)) {
                 continue; // not due, or a request took it meanwhile
             }
-            Instant until = now.plus(HOLD);
+            Instant until = now.plus(times.reservationHold());
             Optional<Pod> renewed = updateOwned(reservation.pod(), pod -> PoolMarks.reserved(pod, replicaId, until));
             if (renewed.isPresent()) {
                 queued.addLast(new Reservation(renewed.get(), until));
@@ -297,7 +292,7 @@ final class ReservedPods implements AutoCloseable {
                 LOGGER.warning("warm pod " + name + " at " + ip + " does not answer from this replica");
                 return;
             }
-            Instant until = clock.instant().plus(HOLD);
+            Instant until = clock.instant().plus(times.reservationHold());
             PodWrites.Update update = writes.updateIfUnchanged(PoolMarks.reserved(pod, replicaId, until));
             if (update.outcome() == PodWrites.Outcome.UPDATED) {
                 queued.addLast(new Reservation(update.pod(), until));
@@ -330,7 +325,7 @@ final class ReservedPods implements AutoCloseable {
         Runnable record = () -> background.execute(() -> {
             try {
                 Optional<Pod> claimed = updateOwned(reservation.pod(), pod -> PoolMarks.claimed(
-                        pod, replicaId + "/" + requestId, at, project));
+                        pod, replicaId + "/" + requestId, at, project, times.claimedPodDeadline()));
                 if (claimed.isEmpty()) {
                     LOGGER.warning("hand-over of reserved pod " + reservation.name() + " to request " + requestId
                                            + " could not be recorded; the reservation stays until it lapses");

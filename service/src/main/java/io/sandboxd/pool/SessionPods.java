@@ -53,8 +53,10 @@ public final class SessionPods {
      * @param maxPerProject session pods one project may have (0: no limit)
      * @param idleAfter     idle time after which the leader destroys a session
      * @param maxLifetime   age after which a session takes no more runs and is destroyed
+     * @param podDeadline   the session pod's {@code activeDeadlineSeconds}: the kubelet ends it then even when no
+     *                      replica is left to
      */
-    public record Bounds(int maxPerProject, Duration idleAfter, Duration maxLifetime) {
+    public record Bounds(int maxPerProject, Duration idleAfter, Duration maxLifetime, Duration podDeadline) {
     }
 
     /** A session pod this replica is creating, until the informer shows it. */
@@ -269,7 +271,9 @@ public final class SessionPods {
         annotations.put(SandboxLabels.CLAIMED_AT, clock.instant().toString());
         annotations.put(SandboxLabels.LAST_USED_AT, Long.toString(clock.millis()));
         try {
-            writes.create(spec.sessionPod(hash, replicaId + "/" + requestId, annotations));
+            writes.create(new PodBuilder(spec.sessionPod(hash, replicaId + "/" + requestId, annotations))
+                                  .editSpec().withActiveDeadlineSeconds(bounds.podDeadline().toSeconds()).endSpec()
+                                  .build());
             counters.podCreated();
             LOGGER.info("created session pod " + name);
         } catch (KubernetesClientException e) {

@@ -32,6 +32,9 @@ public final class WarmPool implements AutoCloseable {
     public static final String NO_WARM_POD = "no warm sandbox pod available, try again shortly";
 
     private static final Logger LOGGER = Logger.getLogger(WarmPool.class.getName());
+    /** How long a used pod's deletion is retried before it is left to the leader's clean-up of orphans. */
+    static final Duration RELEASE_RETRIES_FOR = Duration.ofMinutes(2);
+    private static final Duration MAX_RELEASE_BACKOFF = Duration.ofSeconds(10);
     /** A waiting request asks another replica for a reserved pod at most this often. */
     private static final Duration ASK_EVERY = Duration.ofSeconds(1);
 
@@ -43,6 +46,7 @@ public final class WarmPool implements AutoCloseable {
     private final Set<String> held = ConcurrentHashMap.newKeySet();
     private final ReservedPods reservations;
     private final Predicate<Pod> current;
+    private final PoolTimes times;
     /** Whose turn it is to take the next pod. */
     private final FairQueue turns = new FairQueue();
     /** Deletions run on their own threads: a run's response must not wait for the API server. */
@@ -54,18 +58,21 @@ public final class WarmPool implements AutoCloseable {
      * @param replicaId    this replica's id (for {@code claimed-by})
      * @param clock        clock
      * @param reservePods  most pods this replica keeps reserved for its next requests (0: claim on each request)
+     * @param times        how long a reservation holds, and a claimed pod may run
      * @param reachable    whether a pod at this IP answers HTTP (checked before a pod is reserved)
      * @param current      whether a pod was built from this replica's pod spec: only those are handed out (after an
      *                     upgrade, pods of the old spec are the pool maintainer's to replace)
      */
-    public WarmPool(PodCache cache, PodWrites writes, String replicaId, Clock clock, int reservePods,
+    public WarmPool(PodCache cache, PodWrites writes, String replicaId, Clock clock, int reservePods, PoolTimes times,
                     Predicate<String> reachable, Predicate<Pod> current) {
+        this.times = times;
         this.cache = cache;
         this.current = current;
         this.writes = writes;
         this.replicaId = replicaId;
         this.clock = clock;
-        this.reservations = new ReservedPods(cache, writes, replicaId, clock, reservePods, reachable, held, current);
+        this.reservations = new ReservedPods(cache, writes, replicaId, clock, reservePods, times, reachable, held,
+                                             current);
     }
 
     /** Starts keeping pods reserved. */
@@ -120,11 +127,30 @@ public final class WarmPool implements AutoCloseable {
     public void release(String podName) {
         reservations.handOverSettled(podName).thenRunAsync(() -> {
             try {
-                writes.delete(podName);
+                deleteRetrying(podName);
             } finally {
                 held.remove(podName);
             }
         }, deletions);
+    }
+
+    /**
+     * Deletes a used pod, retrying while the API server cannot take it (an outage, a restart) for up to
+     * {@link #RELEASE_RETRIES_FOR}; after that the pod is an orphan and the leader's reconciler deletes it.
+     */
+    private void deleteRetrying(String podName) {
+        long until = System.nanoTime() + RELEASE_RETRIES_FOR.toNanos();
+        Duration backoff = Duration.ofMillis(500);
+        while (!writes.delete(podName) && System.nanoTime() < until) {
+            try {
+                Thread.sleep(backoff);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            backoff = backoff.multipliedBy(2).compareTo(MAX_RELEASE_BACKOFF) > 0 ? MAX_RELEASE_BACKOFF
+                    : backoff.multipliedBy(2);
+        }
     }
 
     /**
@@ -163,7 +189,8 @@ public final class WarmPool implements AutoCloseable {
             if (!held.add(name)) {
                 continue;
             }
-            Pod claimed = PoolMarks.claimed(pod, replicaId + "/" + requestId, clock.instant(), project);
+            Pod claimed = PoolMarks.claimed(pod, replicaId + "/" + requestId, clock.instant(), project,
+                                            times.claimedPodDeadline());
             PodWrites.Update update = writes.updateIfUnchanged(claimed);
             if (update.outcome() == PodWrites.Outcome.UPDATED) {
                 String ip = update.pod().getStatus() != null && update.pod().getStatus().getPodIP() != null

@@ -105,6 +105,20 @@ class SandboxConfigTest {
     }
 
     @Test
+    void lifecycleTimesHaveDefaultsCanBeSetAndAReservationHoldsAtLeast20Seconds() throws Exception {
+        SandboxConfig defaults = SandboxConfig.from(ConfigLoader.load(null).get("sandbox"));
+        assertEquals(LifecycleSettings.DEFAULTS, defaults.lifecycle());
+        Path file = Files.writeString(dir.resolve("lifecycle.yaml"),
+                "sandbox: {lifecycle: {shutdownDelaySeconds: 0, reservationHoldSeconds: 30}}");
+        assertEquals(new LifecycleSettings(java.time.Duration.ZERO, java.time.Duration.ofSeconds(30)),
+                     SandboxConfig.from(ConfigLoader.load(file.toString()).get("sandbox")).lifecycle());
+        Path tooShort = Files.writeString(dir.resolve("short.yaml"), "sandbox: {lifecycle: {reservationHoldSeconds: 10}}");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> SandboxConfig.from(ConfigLoader.load(tooShort.toString()).get("sandbox")));
+        assertEquals("sandbox.lifecycle.reservationHoldSeconds must be at least 20", e.getMessage());
+    }
+
+    @Test
     void theIsolationGateChecksWhatEachKindMustNotReach() throws Exception {
         Path file = Files.writeString(dir.resolve("application.yaml"), """
                 sandbox:

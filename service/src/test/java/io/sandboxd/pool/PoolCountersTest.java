@@ -242,7 +242,7 @@ class PoolCountersTest {
             created = CreatedTotal.inCluster(client, NS);
             counters = new PoolCounters(snippets, created);
             PodWrites writes = new PodWrites(client, NS);
-            pool = new WarmPool(snippets, writes, id, Clock.systemUTC(), 0, ip -> true, pod -> true);
+            pool = new WarmPool(snippets, writes, id, Clock.systemUTC(), 0, WarmPoolTest.TIMES, ip -> true, pod -> true);
             reconciler = new PoolReconciler(snippets, tools, writes,
                     new SnippetPodSpec(NS, TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT), counters,
                     PoolReconciler.Limits.of(TARGET, Duration.ofSeconds(60), Duration.ofSeconds(10),

@@ -42,7 +42,8 @@ class SessionPodsTest {
 
     static final String NS = WarmPoolTest.NS;
     /** The chart's defaults: 8 sessions per project, 300 s idle, one hour at most. */
-    static final SessionPods.Bounds BOUNDS = new SessionPods.Bounds(8, Duration.ofSeconds(300), Duration.ofHours(1));
+    static final Duration DEADLINE = Duration.ofHours(2);
+    static final SessionPods.Bounds BOUNDS = new SessionPods.Bounds(8, Duration.ofSeconds(300), Duration.ofHours(1), DEADLINE);
 
     KubernetesClient client;
     private PodCache cache;
@@ -144,7 +145,7 @@ class SessionPodsTest {
 
     @Test
     void aProjectAtItsSessionCapGets429NamingTheLimitWhileItsSessionsAndOtherProjectsCarryOn() throws Exception {
-        sessions = sessions("replica-a", new SessionPods.Bounds(2, Duration.ofSeconds(300), Duration.ofHours(1)));
+        sessions = sessions("replica-a", new SessionPods.Bounds(2, Duration.ofSeconds(300), Duration.ofHours(1), DEADLINE));
         String first = runIn("proj-a", "conv-1");
         runIn("proj-a", "conv-2");
 
@@ -171,7 +172,7 @@ class SessionPodsTest {
 
     @Test
     void aSessionPastItsLifetimeTakesNoMoreRunsTheNextRunGetsAFreshSession() throws Exception {
-        sessions = sessions("replica-a", new SessionPods.Bounds(8, Duration.ofSeconds(300), Duration.ofSeconds(600)));
+        sessions = sessions("replica-a", new SessionPods.Bounds(8, Duration.ofSeconds(300), Duration.ofSeconds(600), DEADLINE));
         String name = runIn("proj-a", "conv-old");
         String uid = client.pods().inNamespace(NS).withName(name).get().getMetadata().getUid();
         setAnnotation(name, SandboxLabels.CLAIMED_AT, Instant.now().minusSeconds(601).toString());

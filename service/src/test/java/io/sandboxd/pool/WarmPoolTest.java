@@ -45,6 +45,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class WarmPoolTest {
 
     static final String NS = "cai-sandbox";
+    static final PoolTimes TIMES = new PoolTimes(Duration.ofSeconds(120), Duration.ofSeconds(180));
 
     KubernetesClient client;
     private final List<PodCache> caches = new ArrayList<>();
@@ -194,7 +195,7 @@ class WarmPoolTest {
 
         PodCache cache = cache();
         awaitSynced(cache);
-        WarmPool upgraded = new WarmPool(cache, new PodWrites(client, NS), "replica-new", Clock.systemUTC(), 1,
+        WarmPool upgraded = new WarmPool(cache, new PodWrites(client, NS), "replica-new", Clock.systemUTC(), 1, TIMES,
                                          ip -> true, gvisor::isCurrent);
         pools.add(upgraded);
         upgraded.start();
@@ -380,16 +381,16 @@ class WarmPoolTest {
         awaitSynced(cache);
         awaitWarm(1);
         // Driven by hand (not started): no background pass runs between the steps.
-        ReservedPods reservations = new ReservedPods(cache, new PodWrites(client, NS), "replica-a", clock, 1,
+        ReservedPods reservations = new ReservedPods(cache, new PodWrites(client, NS), "replica-a", clock, 1, TIMES,
                                                      ip -> true, java.util.concurrent.ConcurrentHashMap.newKeySet(),
                                                      pod -> true);
         reservations.maintain();
         Pod reserved = awaitPod("sandbox-hold", p -> "reserved".equals(state(p)));
         Instant until = PodStates.reservedUntil(reserved);
-        assertEquals(clock.instant().plus(ReservedPods.HOLD), until);
+        assertEquals(clock.instant().plus(TIMES.reservationHold()), until);
 
         // Not yet due: a pass writes nothing.
-        clock.advance(ReservedPods.HOLD.minus(ReservedPods.RENEW_WITHIN).minusSeconds(1));
+        clock.advance(TIMES.reservationHold().minus(TIMES.renewWithin()).minusSeconds(1));
         reservations.maintain();
         assertEquals(reserved.getMetadata().getResourceVersion(),
                      client.pods().inNamespace(NS).withName("sandbox-hold").get().getMetadata().getResourceVersion());
@@ -398,11 +399,11 @@ class WarmPoolTest {
         clock.advance(Duration.ofSeconds(2));
         reservations.maintain();
         Pod renewed = awaitPod("sandbox-hold", p -> PodStates.reservedUntil(p).isAfter(until));
-        assertEquals(clock.instant().plus(ReservedPods.HOLD), PodStates.reservedUntil(renewed));
+        assertEquals(clock.instant().plus(TIMES.reservationHold()), PodStates.reservedUntil(renewed));
         assertEquals(1, reservations.queued());
 
         // A reservation whose renewal did not happen in time is dropped (and its pod deleted), not handed out.
-        clock.advance(ReservedPods.HOLD.minus(ReservedPods.HAND_OUT_MARGIN).plusSeconds(1));
+        clock.advance(TIMES.reservationHold().minus(TIMES.handOutMargin()).plusSeconds(1));
         assertEquals(Optional.empty(), reservations.take("req", "p"));
         assertEquals(0, reservations.queued());
         awaitGone("sandbox-hold");
@@ -601,7 +602,7 @@ class WarmPoolTest {
     private WarmPool pool(String replicaId, int reserve, Clock clock) throws InterruptedException {
         PodCache cache = cache();
         awaitSynced(cache);
-        WarmPool pool = new WarmPool(cache, new PodWrites(client, NS), replicaId, clock, reserve, ip -> true, pod -> true);
+        WarmPool pool = new WarmPool(cache, new PodWrites(client, NS), replicaId, clock, reserve, TIMES, ip -> true, pod -> true);
         pools.add(pool);
         pool.start();
         return pool;

@@ -76,6 +76,35 @@ public final class Sandboxd {
         return instance;
     }
 
+    /**
+     * One {@code helm upgrade} of the installed release, its values kept, with {@code --set-string} values added, as
+     * an admin changes one setting; returns once Helm has seen the rollout through.
+     *
+     * @param setStrings {@code key=value} pairs
+     */
+    public static void upgradeReusingValues(String... setStrings) {
+        List<String> helm = new ArrayList<>(List.of(Env.helm().toString(), "upgrade", RELEASE,
+                Env.repo().resolve("charts/sandboxd").toString(), "--namespace", RELEASE_NAMESPACE,
+                "--kubeconfig", TestCluster.kubeconfig().toString(), "--reuse-values", "--wait", "--timeout", "5m"));
+        for (String set : setStrings) {
+            helm.addAll(List.of("--set-string", set));
+        }
+        HostCommand.run(helm.toArray(String[]::new));
+    }
+
+    /**
+     * Reconnects to the replicas that run now (after a fault test replaced them), and waits for a warm pool.
+     *
+     * @return sandboxd, connected to its current replicas
+     */
+    public static synchronized Sandboxd reconnect() {
+        Sandboxd sandboxd = get();
+        sandboxd.disconnect();
+        sandboxd.connect();
+        sandboxd.awaitWarmPool();
+        return sandboxd;
+    }
+
     private void disconnect() {
         for (LocalPortForward forward : forwards) {
             try {
@@ -103,6 +132,8 @@ public final class Sandboxd {
                     "--namespace", RELEASE_NAMESPACE, "--create-namespace", "--kubeconfig", TestCluster.kubeconfig().toString(),
                     "-f", values.toString(), "--set-file", "tokens.publicKeys." + KID + "=" + publicKey,
                     "--set-string", "runtimeClassName=" + runtimeClass,
+                    // Reservations of a replica killed by a fault test lapse in 30 s, not the default 2 minutes.
+                    "--set", "lifecycle.reservationHoldSeconds=30",
                     "--wait", "--timeout", "5m"));
             // Extra values for one run, e.g. the benchmark's larger pool: -Dsandboxd.set=snippet.poolTarget=6
             String extra = System.getProperty("sandboxd.set", "");

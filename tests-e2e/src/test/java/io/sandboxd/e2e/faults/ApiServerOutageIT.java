@@ -1,0 +1,67 @@
+package io.sandboxd.e2e.faults;
+
+import java.time.Duration;
+import java.util.List;
+
+import io.sandboxd.e2e.support.Env;
+import io.sandboxd.e2e.support.HostCommand;
+import io.sandboxd.e2e.support.Replicas;
+import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.ServiceLoad;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Issue 13 point 3: the API server stops for 20 s (the harness kills kube-apiserver and starts it again with the same
+ * command line) while agents send snippets back to back through the Service. A request that finds a pod its replica
+ * reserved before the outage still runs; the others wait for a pod and get the contract's 503 after at most the warm
+ * wait (30 s), or run once the API server is back; none hangs past that bound, none gets another error, no pod serves
+ * two runs, the replicas stay (liveness is the process's own health), and the pool is back at its target afterwards.
+ */
+@Tag("faults")
+class ApiServerOutageIT {
+    private static final int OUTAGE_SECONDS = 20;
+    /** The warm wait (30 s) and the time the run itself and the Service take. */
+    private static final Duration BOUND = Duration.ofSeconds(30 + 15);
+
+    @Test
+    void duringAnApiServerOutageRequestsRunOnReservedPodsOrGetTheContract503AndNothingIsUsedTwice() throws Exception {
+        Sandboxd sandboxd = Sandboxd.reconnect();
+        List<String> replicas = Replicas.restarts(sandboxd.k8s());
+        ServiceLoad.Summary summary;
+        long stopped;
+        long back;
+        try (ServiceLoad load = ServiceLoad.start(sandboxd, RollingUpgradeIT.CLIENTS, Duration.ofSeconds(120))) {
+            await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= 2 * RollingUpgradeIT.CLIENTS);
+            stopped = System.nanoTime();
+            System.out.println(HostCommand.run("bash", Env.repo().resolve("tests-e2e/cluster/apiserver-outage.sh")
+                    .toString(), Integer.toString(OUTAGE_SECONDS)).strip());
+            back = System.nanoTime();
+            int atEnd = load.count();
+            await().atMost(Duration.ofMinutes(2)).until(() -> load.count() >= atEnd + 2 * RollingUpgradeIT.CLIENTS);
+            summary = load.stop();
+        }
+        Duration pool = Replicas.awaitPoolAtTarget(sandboxd, Duration.ofMinutes(3));
+        List<ServiceLoad.Outcome> during = summary.outcomes().stream()
+                .filter(o -> o.startNanos() >= stopped && o.startNanos() < back).toList();
+        long ranDuring = during.stream().filter(ServiceLoad.Outcome::ok).count();
+        long busy = summary.outcomes().stream().filter(o -> o.status() == 503).count();
+        System.out.println(summary.describe("kube-apiserver stopped for " + OUTAGE_SECONDS + " s") + String.format(
+                "; %d requests started during the outage, %d of them ran; %d got 503; pool at target %d s after the "
+                        + "API server was back", during.size(), ranDuring, busy, pool.toSeconds()));
+        for (ServiceLoad.Outcome o : summary.outcomes()) {
+            assertTrue(o.ok() || (o.status() == 503
+                               && "no warm sandbox pod available, try again shortly".equals(o.problem())),
+                       "200 or the contract's 503, nothing else: " + o);
+            assertTrue(o.seconds() <= BOUND.toSeconds(), "answered within the warm wait: " + o);
+        }
+        assertTrue(ranDuring > 0, "requests that found a reserved pod ran during the outage");
+        assertEquals(List.of(), summary.reusedSandboxes(), "no pod served two runs");
+        assertEquals(replicas, Replicas.restarts(sandboxd.k8s()), "no replica was restarted by the outage");
+    }
+}

@@ -1,0 +1,97 @@
+package io.sandboxd.e2e.support;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+import static org.awaitility.Awaitility.await;
+
+/** sandboxd's own pods, as the fault tests see them: which run, when a rollout is over, when the pool is back. */
+public final class Replicas {
+
+    private static final Map<String, String> SELECTOR =
+            Map.of("app.kubernetes.io/name", "sandboxd", "app.kubernetes.io/instance", Sandboxd.RELEASE);
+
+    private Replicas() {
+    }
+
+    /** sandboxd pods that exist now (also terminating ones). */
+    public static List<Pod> pods(KubernetesClient k8s) {
+        return k8s.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withLabels(SELECTOR).list().getItems();
+    }
+
+    public static List<String> names(KubernetesClient k8s) {
+        return pods(k8s).stream().map(p -> p.getMetadata().getName()).sorted().toList();
+    }
+
+    /** Each replica with its container's restart count, "name:restarts". */
+    public static List<String> restarts(KubernetesClient k8s) {
+        return pods(k8s).stream().map(p -> p.getMetadata().getName() + ":" + (p.getStatus().getContainerStatuses()
+                .isEmpty() ? 0 : p.getStatus().getContainerStatuses().getFirst().getRestartCount())).sorted().toList();
+    }
+
+    public static Deployment deployment(KubernetesClient k8s) {
+        return k8s.apps().deployments().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(Sandboxd.RELEASE).get();
+    }
+
+    /**
+     * Waits until none of {@code gone} exists any more and the Deployment's replicas all run its current template,
+     * Ready.
+     *
+     * @return how long it took
+     */
+    public static Duration awaitReplaced(KubernetesClient k8s, Collection<String> gone, Duration atMost) {
+        long start = System.nanoTime();
+        await().atMost(atMost).pollInterval(Duration.ofMillis(500)).until(() -> {
+            List<Pod> pods = pods(k8s);
+            if (pods.stream().anyMatch(p -> gone.contains(p.getMetadata().getName()))) {
+                return false;
+            }
+            Deployment d = deployment(k8s);
+            int want = d.getSpec().getReplicas();
+            var status = d.getStatus();
+            return status != null && d.getMetadata().getGeneration().equals(status.getObservedGeneration())
+                    && Integer.valueOf(want).equals(status.getUpdatedReplicas())
+                    && Integer.valueOf(want).equals(status.getReadyReplicas())
+                    && Integer.valueOf(want).equals(status.getReplicas())
+                    && pods.size() == want;
+        });
+        return Duration.ofNanos(System.nanoTime() - start);
+    }
+
+    /**
+     * Waits until the pool is back at its target with nothing in flight, asked through the Service.
+     *
+     * @return how long it took
+     */
+    public static Duration awaitPoolAtTarget(Sandboxd sandboxd, Duration atMost) {
+        long start = System.nanoTime();
+        await().atMost(atMost).pollInterval(Duration.ofMillis(500)).ignoreExceptions().until(() -> {
+            var pool = sandboxd.send(sandboxd.serviceUri(), "GET", "/v1/pool", null, null).json();
+            return pool.path("warm").asInt() >= pool.path("target").asInt() && pool.path("in_flight").asInt() == 0;
+        });
+        return Duration.ofNanos(System.nanoTime() - start);
+    }
+
+    /** Sandbox pods that name one of {@code replicas} as their holder or claimer. */
+    public static List<Pod> heldBy(KubernetesClient k8s, Collection<String> replicas) {
+        return k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).list().getItems().stream()
+                .filter(p -> p.getMetadata().getDeletionTimestamp() == null)
+                .filter(p -> {
+                    String by = p.getMetadata().getAnnotations() == null ? null
+                            : p.getMetadata().getAnnotations().get("sandboxd.io/claimed-by");
+                    return by != null && replicas.stream().anyMatch(r -> by.startsWith(r + "/"));
+                })
+                .toList();
+    }
+
+    /** The state label of a sandbox pod. */
+    public static String state(Pod pod) {
+        return pod.getMetadata().getLabels() == null ? null : pod.getMetadata().getLabels().get("sandboxd.io/state");
+    }
+}
