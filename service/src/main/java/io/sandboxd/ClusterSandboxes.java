@@ -146,6 +146,11 @@ final class ClusterSandboxes implements AutoCloseable {
         return snippetPods.synced() && toolPods.synced();
     }
 
+    /** The replica is shutting down: it gives its reserved pods back to the pool at once. */
+    void drain() {
+        pool.drain();
+    }
+
     @Override
     public void close() {
         if (leadership != null) {

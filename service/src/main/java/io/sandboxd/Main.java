@@ -39,6 +39,11 @@ import io.helidon.webserver.observe.metrics.MetricsObserver;
 public final class Main {
 
     private static final Logger LOGGER = Logger.getLogger(Main.class.getName());
+    /**
+     * After the shutdown delay, the server stops only once no request has arrived for this long: a proxy that still
+     * sends here is served, not cut off.
+     */
+    private static final Duration QUIET_BEFORE_STOP = Duration.ofSeconds(1);
 
     private Main() {
     }
@@ -90,15 +95,17 @@ public final class Main {
                 .plus(ExecutorClient.DEADLINE_MARGIN);
         Duration shutdownDelay = sandbox.lifecycle().shutdownDelay();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            // Not ready from now on; keep serving while endpoints and proxies stop sending new connections here,
-            // every response ending its connection, then let the calls under way finish.
+            // Not ready from now on, reserved pods back to the pool; keep serving while endpoints and proxies stop
+            // sending new connections here, every response ending its connection, then let the calls under way finish.
             inFlight.drain();
+            cluster.drain();
             shutdownLog(Level.INFO, "shutting down: serving " + shutdownDelay.toSeconds() + "s more while endpoints "
                     + "update, then waiting up to " + drainLimit.toSeconds() + "s for the calls under way");
             try {
                 Thread.sleep(shutdownDelay);
-                shutdownLog(Level.INFO, "waiting for " + inFlight.count() + " call(s) under way");
-                if (!inFlight.awaitIdle(drainLimit)) {
+                shutdownLog(Level.INFO, "waiting for " + inFlight.count() + " call(s) under way and a quiet "
+                        + QUIET_BEFORE_STOP.toMillis() + " ms");
+                if (!inFlight.awaitQuiet(QUIET_BEFORE_STOP, drainLimit)) {
                     shutdownLog(Level.WARNING, "calls still under way at shutdown; their pods are left to the pool "
                             + "leader");
                 }

@@ -15,6 +15,40 @@ public final class InFlightRequests {
     private final Condition idle = lock.newCondition();
     private int count;
     private volatile boolean draining;
+    private volatile long lastArrivalNanos = System.nanoTime();
+
+    /** A request (any route) arrived: a draining replica stops only after a quiet moment. */
+    void arrived() {
+        lastArrivalNanos = System.nanoTime();
+    }
+
+    /**
+     * Waits until no call is under way and no request has arrived for {@code quietFor}: requests that service proxies
+     * still send here after the shutdown delay are served, not cut off by the server stopping.
+     *
+     * @param quietFor how long no request may have arrived
+     * @param timeout  longest wait
+     * @return whether the replica went quiet in time
+     * @throws InterruptedException when interrupted
+     */
+    public boolean awaitQuiet(Duration quietFor, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            long left = deadline - System.nanoTime();
+            if (!awaitIdle(Duration.ofNanos(Math.max(left, 0)))) {
+                return false;
+            }
+            long quietUntil = lastArrivalNanos + quietFor.toNanos();
+            long now = System.nanoTime();
+            if (now >= quietUntil && count() == 0) {
+                return true;
+            }
+            if (now >= deadline) {
+                return false;
+            }
+            Thread.sleep(Duration.ofNanos(Math.min(Math.max(quietUntil - now, 1_000_000), deadline - now)));
+        }
+    }
 
     /** The replica is shutting down: it is no longer ready, and its responses end their connections. */
     public void drain() {

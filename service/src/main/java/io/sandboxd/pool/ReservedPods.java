@@ -89,6 +89,7 @@ final class ReservedPods implements AutoCloseable {
     /** Reservations being probed and written right now. */
     private final AtomicInteger reserving = new AtomicInteger();
     private volatile boolean started;
+    private volatile boolean draining;
 
     /**
      * @param cache     snippet pod informer
@@ -263,6 +264,9 @@ final class ReservedPods implements AutoCloseable {
     }
 
     private void reserve() {
+        if (draining) {
+            return;
+        }
         int missing = capacity - queued.size() - reserving.get();
         if (missing <= 0) {
             return;
@@ -364,6 +368,19 @@ final class ReservedPods implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         background.close(); // waits for reservations being made, so they are given back too
+        giveBack();
+    }
+
+    /**
+     * The replica is draining: it reserves no more pods and gives the queued ones back to the pool now, so that the
+     * replicas that stay can use them while this one finishes (its own last requests claim pods directly).
+     */
+    void drain() {
+        draining = true;
+        giveBack();
+    }
+
+    private void giveBack() {
         Reservation reservation;
         while ((reservation = queued.pollFirst()) != null) {
             if (updateOwned(reservation.pod(), PoolMarks::warm).isPresent()) {

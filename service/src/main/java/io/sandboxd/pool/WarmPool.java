@@ -206,6 +206,11 @@ public final class WarmPool implements AutoCloseable {
         return Optional.empty();
     }
 
+    /** The replica is draining: its reserved pods go back to the pool now, and it reserves no more. */
+    public void drain() {
+        reservations.drain();
+    }
+
     /** Gives this replica's reserved pods back to the pool. */
     @Override
     public void close() {

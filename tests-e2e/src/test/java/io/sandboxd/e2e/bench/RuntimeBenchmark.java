@@ -1,6 +1,7 @@
 package io.sandboxd.e2e.bench;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -36,8 +37,13 @@ class RuntimeBenchmark {
     private static final int CALLS = Integer.getInteger("bench.runtime.calls", 6);
     private static final int WARM_UP_CALLS = Integer.getInteger("bench.runtime.warmUpCalls", 2000);
 
-    /** One runtime's figures, in microseconds and bytes. */
-    private record Figures(List<Long> warm, List<Long> podStart, List<Long> call, long idleMemoryBytes) {
+    /**
+     * One runtime's figures, in microseconds and bytes, and the warm runs' breakdown from sandboxd's audit lines
+     * (milliseconds): the call into the pod ({@code pod_ms}), the run inside it ({@code run_ms}), and the rest of
+     * sandboxd's own time ({@code duration_ms - pod_ms - wait_ms}).
+     */
+    private record Figures(List<Long> warm, List<Long> podStart, List<Long> call, long idleMemoryBytes,
+                           List<Long> podMs, List<Long> runMs, List<Long> ownMs) {
     }
 
     @Test
@@ -48,11 +54,16 @@ class RuntimeBenchmark {
                 String name = runtimeClass.isEmpty() ? "runc" : runtimeClass;
                 Sandboxd sandboxd = Sandboxd.onRuntime(runtimeClass);
                 WarmPoolBenchmark.warmUp(sandboxd, WARM_UP_CALLS);
+                Instant quietFrom = Instant.now();
                 List<Long> warm = WarmPoolBenchmark.warm(sandboxd, 1, QUIET_RUNS, true);
+                List<JsonNode> audit = auditedRuns(sandboxd.k8s(), quietFrom, Instant.now());
                 long memory = idleMemory(sandboxd);
                 List<Long> starts = podStarts(sandboxd.k8s(), runtimeClass);
                 List<Long> calls = calls(sandboxd);
-                figures.put(name, new Figures(warm, starts, calls, memory));
+                figures.put(name, new Figures(warm, starts, calls, memory, field(audit, "pod_ms"),
+                                              field(audit, "run_ms"), audit.stream().map(a -> a.path("duration_ms")
+                                                      .asLong() - a.path("pod_ms").asLong() - a.path("wait_ms")
+                                                      .asLong()).toList()));
             }
         } finally {
             Sandboxd.onRuntime(Env.runtimeClass());
@@ -60,6 +71,9 @@ class RuntimeBenchmark {
         System.out.printf("%-34s %14s %14s%n", "runtime", "runc", "gvisor");
         row(figures, "warm /v1/execute p50 (pool full)", f -> ms(WarmPoolBenchmark.p(f.warm(), 50)));
         row(figures, "warm /v1/execute p99 (pool full)", f -> ms(WarmPoolBenchmark.p(f.warm(), 99)));
+        row(figures, "  of which the call into the pod p50", f -> median(f.podMs()));
+        row(figures, "  of which the run inside it p50", f -> median(f.runMs()));
+        row(figures, "  of which sandboxd's own time p50", f -> median(f.ownMs()));
         row(figures, "sandbox pod create to Ready p50", f -> ms(WarmPoolBenchmark.p(f.podStart(), 50)));
         row(figures, "sandbox pod create to Ready p99", f -> ms(WarmPoolBenchmark.p(f.podStart(), 99)));
         row(figures, "cold /v1/call p50 (tool pod/call)", f -> ms(WarmPoolBenchmark.p(f.call(), 50)));
@@ -77,6 +91,35 @@ class RuntimeBenchmark {
 
     private static void row(Map<String, Figures> figures, String label, Column column) {
         System.out.printf("%-34s %14s %14s%n", label, column.of(figures.get("runc")), column.of(figures.get("gvisor")));
+    }
+
+    /** The audit lines of /v1/execute runs answered 200 between two instants, from every sandboxd replica's log. */
+    private static List<JsonNode> auditedRuns(KubernetesClient k8s, Instant from, Instant to) throws Exception {
+        List<JsonNode> runs = new ArrayList<>();
+        for (Pod replica : k8s.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE)
+                .withLabel("app.kubernetes.io/name", "sandboxd").list().getItems()) {
+            String log = k8s.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(replica.getMetadata().getName())
+                    .getLog();
+            for (String line : log.split("\n")) {
+                if (!line.contains("\"logger\":\"audit\"") || !line.contains("\"route\":\"/v1/execute\"")) {
+                    continue;
+                }
+                JsonNode audit = Sandboxd.JSON.readTree(line);
+                Instant ts = Instant.parse(audit.path("ts").asText());
+                if (audit.path("status").asInt() == 200 && !ts.isBefore(from) && !ts.isAfter(to)) {
+                    runs.add(audit);
+                }
+            }
+        }
+        return runs;
+    }
+
+    private static String median(List<Long> millis) {
+        return millis.isEmpty() ? "n/a" : WarmPoolBenchmark.p(millis, 50) + " ms";
+    }
+
+    private static List<Long> field(List<JsonNode> audit, String name) {
+        return audit.stream().map(a -> a.path(name).asLong()).toList();
     }
 
     private static String ms(long micros) {

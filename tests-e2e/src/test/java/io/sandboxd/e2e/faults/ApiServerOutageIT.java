@@ -26,6 +26,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Tag("faults")
 class ApiServerOutageIT {
     private static final int OUTAGE_SECONDS = 20;
+    /** As many agents as the pool has reserved pods, so that the outage finds requests with and without one. */
+    private static final int CLIENTS = 4;
     /** The warm wait (30 s) and the time the run itself and the Service take. */
     private static final Duration BOUND = Duration.ofSeconds(30 + 15);
 
@@ -36,14 +38,14 @@ class ApiServerOutageIT {
         ServiceLoad.Summary summary;
         long stopped;
         long back;
-        try (ServiceLoad load = ServiceLoad.start(sandboxd, RollingUpgradeIT.CLIENTS, Duration.ofSeconds(120))) {
-            await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= 2 * RollingUpgradeIT.CLIENTS);
+        try (ServiceLoad load = ServiceLoad.start(sandboxd, CLIENTS, Duration.ofSeconds(120))) {
+            await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= 2 * CLIENTS);
             stopped = System.nanoTime();
             System.out.println(HostCommand.run("bash", Env.repo().resolve("tests-e2e/cluster/apiserver-outage.sh")
                     .toString(), Integer.toString(OUTAGE_SECONDS)).strip());
             back = System.nanoTime();
             int atEnd = load.count();
-            await().atMost(Duration.ofMinutes(2)).until(() -> load.count() >= atEnd + 2 * RollingUpgradeIT.CLIENTS);
+            await().atMost(Duration.ofMinutes(2)).until(() -> load.count() >= atEnd + 2 * CLIENTS);
             summary = load.stop();
         }
         Duration pool = Replicas.awaitPoolAtTarget(sandboxd, Duration.ofMinutes(3));

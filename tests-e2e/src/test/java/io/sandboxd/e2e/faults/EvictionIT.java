@@ -35,6 +35,12 @@ class EvictionIT {
                               .withName(Sandboxd.RELEASE).get(), "the chart installs a PodDisruptionBudget");
         List<String> replicas = Replicas.names(k8s);
         assertEquals(2, replicas.size(), replicas.toString());
+        // The disruption controller has seen both replicas Ready (after the previous fault test it may lag).
+        await().atMost(Duration.ofMinutes(1)).pollInterval(Duration.ofMillis(500)).until(() -> {
+            var status = k8s.policy().v1().podDisruptionBudget().inNamespace(Sandboxd.RELEASE_NAMESPACE)
+                    .withName(Sandboxd.RELEASE).get().getStatus();
+            return status != null && status.getCurrentHealthy() == 2 && status.getDisruptionsAllowed() == 1;
+        });
         ServiceLoad.Summary summary;
         boolean first;
         boolean second;
@@ -53,7 +59,9 @@ class EvictionIT {
                 "; first eviction %s, second %s; replacement Ready after %d s, pool at target %d s later",
                 first ? "allowed" : "refused", second ? "allowed" : "refused", replaced.toSeconds(), pool.toSeconds()));
         assertTrue(first, "one replica may be evicted");
-        assertFalse(second, "the budget refuses the second eviction while the first replica's replacement starts");
+        assertFalse(second, "the budget refuses the second eviction while the first replica's replacement starts: "
+                + k8s.policy().v1().podDisruptionBudget().inNamespace(Sandboxd.RELEASE_NAMESPACE)
+                        .withName(Sandboxd.RELEASE).get().getStatus());
         assertTrue(Replicas.names(k8s).contains(replicas.get(1)), "the second replica still serves");
         assertEquals(List.of(), summary.failed(), "the eviction loses no request");
         assertEquals(List.of(), summary.reusedSandboxes(), "no pod served two runs");

@@ -31,10 +31,13 @@ class ReplicaCrashIT {
         KubernetesClient k8s = sandboxd.k8s();
         String victim = Replicas.names(k8s).getFirst();
         ServiceLoad.Summary summary;
+        List<String> heldAtKill;
         long killed;
         Duration replaced;
         try (ServiceLoad load = ServiceLoad.start(sandboxd, RollingUpgradeIT.CLIENTS, Duration.ofSeconds(90))) {
             await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= 2 * RollingUpgradeIT.CLIENTS);
+            heldAtKill = Replicas.heldBy(k8s, List.of(victim)).stream()
+                    .map(p -> p.getMetadata().getName() + " " + Replicas.state(p)).toList();
             k8s.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(victim).withGracePeriod(0).delete();
             killed = System.nanoTime();
             replaced = Replicas.awaitReplaced(k8s, List.of(victim), Duration.ofMinutes(5));
@@ -42,8 +45,6 @@ class ReplicaCrashIT {
             await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= atEnd + 2 * RollingUpgradeIT.CLIENTS);
             summary = load.stop();
         }
-        List<String> heldAtKill = Replicas.heldBy(k8s, List.of(victim)).stream()
-                .map(p -> p.getMetadata().getName() + " " + Replicas.state(p)).toList();
         Duration pool = Replicas.awaitPoolAtTarget(Sandboxd.reconnect(), Duration.ofMinutes(3));
         long poolAt = System.nanoTime();
         // What the dead replica held: reservations lapse, claims are orphaned; the leader deletes both.
@@ -51,8 +52,8 @@ class ReplicaCrashIT {
                 .until(() -> Replicas.heldBy(k8s, List.of(victim)).isEmpty());
         double cleaned = (System.nanoTime() - killed) / 1e9;
         System.out.println(summary.describe("replica " + victim + " killed (grace period 0)") + String.format(
-                "; replacement Ready %d s after the kill, pool at target %.0f s after the kill; held by the dead "
-                        + "replica after the kill: %s, all deleted %.0f s after the kill",
+                "; replacement Ready %d s after the kill, pool at target %.0f s after the kill; held by the "
+                        + "replica when it was killed: %s, all deleted %.0f s after the kill",
                 replaced.toSeconds(), (poolAt - killed) / 1e9, heldAtKill, cleaned));
         assertTrue(summary.failed().size() <= RollingUpgradeIT.CLIENTS,
                    "only requests in flight on the killed replica fail (at most one per client): " + summary.failed());
