@@ -24,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * stays forever even then: a pod claimed by a run carries the kubelet's own deadline ({@code activeDeadlineSeconds},
  * set at the claim: the longest run plus the orphan margins), so the kubelet ends it with no sandboxd running; a
  * session pod carries one from its creation (its longest life plus the same). When sandboxd comes back its leader
- * deletes the lapsed reservations and the ended claims, and the pool is back at its target.
+ * deletes the lapsed reservations and the ended claims, and the pool is back at its target; the session, which is
+ * its project's and not a replica's, takes its next run in the same pod.
  * <p>
  * Fails without the claim-time deadline: the claimed pods still run when sandboxd is gone.
  */
@@ -60,7 +61,7 @@ class AllReplicasGoneIT {
             assertTrue(!end.isAfter(Instant.now().plus(CLAIM_DEADLINE).plusSeconds(5)),
                        "the deadline ends the pod at most the longest run plus the margins after its claim: " + end);
         }
-        List<String> reserved = Replicas.heldBy(k8s, replicas).stream()
+        List<String> reserved = runPodsHeldBy(k8s, replicas).stream()
                 .filter(p -> "reserved".equals(Replicas.state(p))).map(p -> p.getMetadata().getName()).toList();
 
         // Every replica gone at once, hard, and kept at zero.
@@ -83,14 +84,24 @@ class AllReplicasGoneIT {
         long back = System.nanoTime();
         Replicas.awaitReplaced(k8s, replicas, Duration.ofMinutes(5));
         await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofSeconds(1))
-                .until(() -> Replicas.heldBy(k8s, replicas).isEmpty());
+                .until(() -> runPodsHeldBy(k8s, replicas).isEmpty());
         double cleaned = (System.nanoTime() - back) / 1e9;
         Duration pool = Replicas.awaitPoolAtTarget(Sandboxd.reconnect(), Duration.ofMinutes(3));
+        // A session belongs to its project, not to a replica: it outlived them and takes the next run.
+        ApiResponse again = Sandboxd.get().execute(Map.of("code", "print(2)", "session_id", "all-gone"));
+        assertEquals(200, again.status(), again.toString());
+        assertEquals(sessionPod.getMetadata().getName(), again.json().path("sandbox_id").asText(), again.toString());
         System.out.printf("[fault] all %d replicas killed and kept away: the kubelet ended %d claimed pods %.0f s "
                                   + "later (DeadlineExceeded); back after %.0f s, sandboxd deleted them and %d lapsed "
                                   + "reservations %s %.0f s after its return; pool at target %d s later%n",
                           replicaCount, claimed.size(), endedAfter, (back - gone) / 1e9, reserved.size(), reserved,
                           cleaned, pool.toSeconds());
+    }
+
+    /** Pool pods (not sessions) that name one of {@code replicas} as their holder or claimer. */
+    private static List<Pod> runPodsHeldBy(KubernetesClient k8s, List<String> replicas) {
+        return Replicas.heldBy(k8s, replicas).stream().filter(p -> p.getMetadata().getLabels() == null
+                || !p.getMetadata().getLabels().containsKey("sandboxd.io/session")).toList();
     }
 
     private static java.util.concurrent.CompletableFuture<Void> runInBackground(Sandboxd sandboxd) {

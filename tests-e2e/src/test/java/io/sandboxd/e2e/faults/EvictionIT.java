@@ -7,7 +7,9 @@ import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.ServiceLoad;
 
+import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -47,8 +49,12 @@ class EvictionIT {
         Duration replaced;
         try (ServiceLoad load = ServiceLoad.start(sandboxd, RollingUpgradeIT.CLIENTS, Duration.ofSeconds(90))) {
             await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= RollingUpgradeIT.CLIENTS);
-            first = k8s.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(replicas.get(0)).evict();
-            second = k8s.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(replicas.get(1)).evict();
+            // One attempt each, as a drain tries: fabric8 retries a 429 by default, until the budget allows it.
+            try (KubernetesClient once = new KubernetesClientBuilder().withConfig(
+                    new ConfigBuilder(k8s.getConfiguration()).withRequestRetryBackoffLimit(0).build()).build()) {
+                first = once.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(replicas.get(0)).evict();
+                second = once.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(replicas.get(1)).evict();
+            }
             replaced = Replicas.awaitReplaced(k8s, List.of(replicas.get(0)), Duration.ofMinutes(5));
             int atEnd = load.count();
             await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= atEnd + 2 * RollingUpgradeIT.CLIENTS);
