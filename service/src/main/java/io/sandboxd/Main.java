@@ -121,17 +121,6 @@ public final class Main {
     }
 
     /**
-     * Health and metrics, with a liveness check that is always up (for tests of the API).
-     *
-     * @param config root config ({@code server.features.observe} may tune it)
-     * @param ready  readiness condition
-     * @return the observe feature
-     */
-    public static ObserveFeature observe(Config config, BooleanSupplier ready) {
-        return observe(config, ready, () -> HealthCheckResponse.builder().status(true).build());
-    }
-
-    /**
      * Health and metrics. Liveness is the process's own health ({@link ProcessHealth}), never the API server's.
      * Readiness is up once the pod informers have synced and down while shutting down, and nothing else: load is
      * shed per request (413, 429, 503 with {@code Retry-After}), never by taking replicas out of the Service, which

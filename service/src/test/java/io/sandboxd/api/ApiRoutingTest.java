@@ -38,6 +38,7 @@ import io.sandboxd.tokens.TokenVerifier;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.helidon.config.Config;
+import io.helidon.health.HealthCheckResponse;
 import io.helidon.webserver.WebServerConfig;
 import io.helidon.webserver.testing.junit5.ServerTest;
 import io.helidon.webserver.testing.junit5.SetUpServer;
@@ -102,7 +103,8 @@ class ApiRoutingTest {
                 new InFlightRequests(),
                 new RequestBodies(new BodyBudget(64L << 20, Duration.ofSeconds(2)),
                                   TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()));
-        server.addFeature(Main.observe(Config.empty(), () -> ready));
+        server.addFeature(Main.observe(Config.empty(), () -> ready,
+                                            () -> HealthCheckResponse.builder().status(true).build()));
         server.routing(routing -> ApiRouting.register(routing, components));
         ApiRouting.configure(server, components);
     }
