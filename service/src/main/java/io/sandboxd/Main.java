@@ -9,6 +9,7 @@ import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
 import io.sandboxd.api.ApiComponents;
+import io.sandboxd.api.ApiDocument;
 import io.sandboxd.api.ApiMetrics;
 import io.sandboxd.api.ApiRouting;
 import io.sandboxd.api.InFlightRequests;
@@ -79,6 +80,7 @@ public final class Main {
                 .config(config.get("server"))
                 .shutdownHook(false)
                 .addFeature(observe(config, () -> cluster.synced() && !draining.get(), health::liveness))
+                .addFeature(ApiDocument.feature())
                 .routing(routing -> ApiRouting.register(routing, components));
         ApiRouting.configure(serverConfig, components);
         WebServer server = serverConfig.build().start();

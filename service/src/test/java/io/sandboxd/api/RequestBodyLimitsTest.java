@@ -482,7 +482,8 @@ class RequestBodyLimitsTest {
      */
     private static HttpResponse<String> send(HttpRequest.Builder request) throws Exception {
         try (HttpClient own = HttpClient.newHttpClient()) {
-            return own.send(request.timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
+            return OpenApiContract.check(own.send(request.timeout(Duration.ofSeconds(30)).build(),
+                                                  HttpResponse.BodyHandlers.ofString()));
         }
     }
 
