@@ -8,6 +8,7 @@ import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
 import io.sandboxd.api.ApiComponents;
+import io.sandboxd.api.ApiDocument;
 import io.sandboxd.api.ApiMetrics;
 import io.sandboxd.api.ApiRouting;
 import io.sandboxd.api.InFlightRequests;
@@ -82,6 +83,7 @@ public final class Main {
                 .config(config.get("server"))
                 .shutdownHook(false)
                 .addFeature(observe(config, () -> cluster.synced() && !inFlight.draining(), health::liveness))
+                .addFeature(ApiDocument.feature())
                 .routing(routing -> ApiRouting.register(routing, components));
         ApiRouting.configure(serverConfig, components);
         WebServer server = serverConfig.build().start();
@@ -128,17 +130,6 @@ public final class Main {
         record.setLoggerName(Main.class.getName());
         System.err.print(new JsonLogFormatter().format(record));
         System.err.flush();
-    }
-
-    /**
-     * Health and metrics, with a liveness check that is always up (for tests of the API).
-     *
-     * @param config root config ({@code server.features.observe} may tune it)
-     * @param ready  readiness condition
-     * @return the observe feature
-     */
-    public static ObserveFeature observe(Config config, BooleanSupplier ready) {
-        return observe(config, ready, () -> HealthCheckResponse.builder().status(true).build());
     }
 
     /**

@@ -1,7 +1,5 @@
 package io.sandboxd.chart;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
 import com.marcnuri.helm.TemplateCommand;
@@ -22,8 +20,9 @@ import java.util.stream.Stream;
 /**
  * Lints and renders charts/sandboxd in-process with helm-java (Helm as a bundled native library,
  * no network, no cluster). Where that library cannot load, or with {@code -Dsandboxd.helm=binary},
- * uses the helm binary at /var/cache/sandboxd/bin/current/helm (or $SANDBOXD_HELM) instead, and
- * skips with the reason when neither is available.
+ * uses the helm binary at /var/cache/sandboxd/bin/current/helm (or $SANDBOXD_HELM) instead. When neither is
+ * available the test is skipped with the reason, or fails when the environment variable CI is set
+ * ({@link Prerequisite}).
  */
 public final class HelmChart {
 
@@ -202,8 +201,9 @@ public final class HelmChart {
       }
     }
     if (!helmJavaWorks) {
-      assumeTrue(Files.isExecutable(HELM_BINARY),
-          "skipped: helm-java cannot load its native library and there is no helm binary at " + HELM_BINARY);
+      Prerequisite.require(Files.isExecutable(HELM_BINARY),
+          "helm-java cannot load its native library and there is no helm binary at " + HELM_BINARY
+              + " (or $SANDBOXD_HELM)");
     }
     return helmJavaWorks;
   }

@@ -4,7 +4,6 @@ import static io.sandboxd.chart.HelmChart.values;
 import static io.sandboxd.policies.Yaml.at;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.sandboxd.policies.AdmissionPolicy;
 import io.sandboxd.policies.AdmissionRequest;
@@ -211,7 +210,7 @@ class ProbeTest {
       try {
         p = pb.start();
       } catch (IOException e) {
-        assumeTrue(false, "skipped: no python3 to run the probe runner (" + e.getMessage() + ")");
+        Prerequisite.require(false, "no python3 to run the probe runner (" + e.getMessage() + ")");
         throw e;
       }
       out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

@@ -30,6 +30,7 @@ class ValuesSchemaTest {
         Arguments.of("a malformed quantity", values("tool.limits.memory", "lots")),
         Arguments.of("a negative per-project limit", values("limits.perProject.sessions", -1)),
         Arguments.of("a misspelt per-project limit", values("limits.perProject.sesions", 4)),
+        Arguments.of("a misspelt metrics key", values("metrics.serviceMonitor.enable", true)),
         Arguments.of("a malformed CIDR", values("networkPolicy.extraBlockedCidrs[0]", "10.0.0.0")),
         Arguments.of("a malformed probe target", values("probe.privateTargets[0]", "10.0.0.1")),
         Arguments.of("a comma in a creator name", values("admission.extraAllowedCreators[0]", "a,b")),
@@ -92,7 +93,9 @@ class ValuesSchemaTest {
     assertTrue(List.of(".global", ".serviceAccount.annotations", ".podAnnotations", ".podLabels", ".nodeSelector",
             ".affinity", ".sandboxNamespace.resourceQuota.hard", ".tokens.publicKeys",
             ".networkPolicy.agentNamespaceSelector.matchLabels", ".networkPolicy.dns.podLabels",
-            ".tolerations[]").containsAll(open), "objects without additionalProperties: false: " + open);
+            ".tolerations[]", ".metrics.serviceMonitor.labels",
+            ".metrics.serviceMonitor.scraperNamespaceSelector.matchLabels", ".metrics.dashboard.annotations")
+            .containsAll(open), "objects without additionalProperties: false: " + open);
   }
 
   private static void walk(JsonNode node, String path, List<String> open) {

@@ -170,13 +170,6 @@ public final class PoolReconciler implements AutoCloseable {
     }
 
     /**
-     * @return whether this replica maintains the pool
-     */
-    public boolean leading() {
-        return leading;
-    }
-
-    /**
      * Asks for a reconcile soon; many asks before it runs make one reconcile.
      */
     public void trigger() {

@@ -176,12 +176,10 @@ final class ReservedPods implements AutoCloseable {
     /**
      * Asks the replica holding a reserved pod to pass it on to this one; for a request that found no pod. At most one
      * ask, on a pod nobody else asked for lately.
-     *
-     * @return whether an ask was made
      */
-    boolean askForOne() {
+    void askForOne() {
         if (capacity == 0) {
-            return false; // reservations are off here: nobody would adopt the pod
+            return; // reservations are off here: nobody would adopt the pod
         }
         Instant now = clock.instant();
         for (Pod pod : cache.inRandomOrder(pod -> PodStates.isReadyToServe(pod) && PodStates.isLabelledReserved(pod)
@@ -193,11 +191,10 @@ final class ReservedPods implements AutoCloseable {
             if (writes.updateIfUnchanged(PoolMarks.wanted(pod, replicaId, now)).outcome()
                     == PodWrites.Outcome.UPDATED) {
                 LOGGER.fine(() -> "asked for pod " + name);
-                return true;
+                return;
             }
             asked.remove(name);
         }
-        return false;
     }
 
     /** One pass: pass on and adopt what was asked for, renew what is about to lapse, then reserve up to capacity. */

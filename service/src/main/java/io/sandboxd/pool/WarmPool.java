@@ -168,13 +168,6 @@ public final class WarmPool implements AutoCloseable {
     }
 
     /**
-     * @return pods this replica holds in reserve now
-     */
-    int reservedCount() {
-        return reservations.queued();
-    }
-
-    /**
      * @return requests of this replica waiting for a pod now
      */
     int waitingCount() {

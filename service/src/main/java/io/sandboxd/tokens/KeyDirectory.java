@@ -9,12 +9,10 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import java.util.regex.Pattern;
@@ -74,14 +72,6 @@ public final class KeyDirectory {
         }
         refresh(false);
         return Optional.ofNullable(keys.get(kid));
-    }
-
-    /**
-     * @return key ids currently loaded
-     */
-    public Set<String> keyIds() {
-        refresh(false);
-        return Collections.unmodifiableSet(keys.keySet());
     }
 
     private synchronized void refresh(boolean force) {

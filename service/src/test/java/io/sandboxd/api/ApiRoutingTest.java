@@ -38,6 +38,7 @@ import io.sandboxd.tokens.TokenVerifier;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.helidon.config.Config;
+import io.helidon.health.HealthCheckResponse;
 import io.helidon.webserver.WebServerConfig;
 import io.helidon.webserver.testing.junit5.ServerTest;
 import io.helidon.webserver.testing.junit5.SetUpServer;
@@ -60,6 +61,7 @@ class ApiRoutingTest {
     static final String IMAGE = "localhost:30500/agents/my-agent:abc123";
     static final String REDEPLOY = "redeploy the agent so the control plane mints it a current token";
     static final ObjectMapper JSON = new ObjectMapper();
+    static final ObjectMapper YAML = new com.fasterxml.jackson.dataformat.yaml.YAMLMapper();
 
     static final AtomicReference<SnippetJob> LAST_SNIPPET = new AtomicReference<>();
     static final AtomicReference<ToolJob> LAST_TOOL = new AtomicReference<>();
@@ -102,7 +104,9 @@ class ApiRoutingTest {
                 new InFlightRequests(),
                 new RequestBodies(new BodyBudget(64L << 20, Duration.ofSeconds(2)),
                                   TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()));
-        server.addFeature(Main.observe(Config.empty(), () -> ready));
+        server.addFeature(Main.observe(Config.empty(), () -> ready,
+                                            () -> HealthCheckResponse.builder().status(true).build()));
+        server.addFeature(ApiDocument.feature());
         server.routing(routing -> ApiRouting.register(routing, components));
         ApiRouting.configure(server, components);
     }
@@ -392,6 +396,20 @@ class ApiRoutingTest {
     }
 
     @Test
+    void theOpenApiDocumentIsServedWithoutAToken() throws Exception {
+        JsonNode document = YAML.readTree(OpenApiContract.TEXT);
+        HttpResponse<String> yaml = send(HttpRequest.newBuilder(uri.resolve(ApiDocument.PATH)).GET());
+        assertEquals(200, yaml.statusCode(), yaml.body());
+        assertEquals(document, YAML.readTree(yaml.body()), "the document as it is in " + ApiDocument.RESOURCE);
+        HttpResponse<String> json = send(HttpRequest.newBuilder(uri.resolve(ApiDocument.PATH + "?format=JSON")).GET());
+        assertEquals(200, json.statusCode(), json.body());
+        assertEquals(document, JSON.readTree(json.body()));
+        HttpResponse<String> write = send(HttpRequest.newBuilder(uri.resolve(ApiDocument.PATH))
+                                                  .PUT(HttpRequest.BodyPublishers.ofString("{}")));
+        assertTrue(write.statusCode() >= 400, "read-only: " + write.statusCode());
+    }
+
+    @Test
     void wrongMethodsAre405() throws Exception {
         String[][] cases = {{"GET", "/v1/execute"}, {"PUT", "/v1/execute"}, {"DELETE", "/v1/call"},
                 {"GET", "/v1/call"}, {"POST", "/v1/pool"}, {"PATCH", "/v1/pool"}};
@@ -505,8 +523,10 @@ class ApiRoutingTest {
         return send(request);
     }
 
+    /** Every response of the three routes is also checked against the OpenAPI document. */
     private HttpResponse<String> send(HttpRequest.Builder request) throws Exception {
-        return http.send(request.timeout(Duration.ofSeconds(20)).build(), HttpResponse.BodyHandlers.ofString());
+        return OpenApiContract.check(http.send(request.timeout(Duration.ofSeconds(20)).build(),
+                                               HttpResponse.BodyHandlers.ofString()));
     }
 
     private static void assertError(HttpResponse<String> r, int status, String message) throws IOException {

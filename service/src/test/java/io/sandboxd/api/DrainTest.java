@@ -24,6 +24,7 @@ import io.sandboxd.tokens.TokenMinter;
 import io.sandboxd.tokens.TokenVerifier;
 
 import io.helidon.config.Config;
+import io.helidon.health.HealthCheckResponse;
 import io.helidon.webserver.WebServerConfig;
 import io.helidon.webserver.testing.junit5.ServerTest;
 import io.helidon.webserver.testing.junit5.SetUpServer;
@@ -64,7 +65,8 @@ class DrainTest {
                 () -> status, TestSettings.SNIPPET, TestSettings.TOOL, ApiMetrics.create(() -> status), IN_FLIGHT,
                 new RequestBodies(new BodyBudget(64L << 20, Duration.ofSeconds(2)),
                                   TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()));
-        server.addFeature(Main.observe(Config.empty(), () -> !IN_FLIGHT.draining()));
+        server.addFeature(Main.observe(Config.empty(), () -> !IN_FLIGHT.draining(),
+                                       () -> HealthCheckResponse.builder().status(true).build()));
         server.routing(routing -> ApiRouting.register(routing, components));
         ApiRouting.configure(server, components);
     }

@@ -48,6 +48,7 @@ import io.sandboxd.tokens.TokenVerifier;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.helidon.config.Config;
+import io.helidon.health.HealthCheckResponse;
 import io.helidon.webserver.WebServerConfig;
 import io.helidon.webserver.testing.junit5.ServerTest;
 import io.helidon.webserver.testing.junit5.SetUpServer;
@@ -114,7 +115,8 @@ class RequestBodyLimitsTest {
                 ApiMetrics.create(() -> new PoolStatus(0, 3, 0, 0)),
                 new InFlightRequests(),
                 new RequestBodies(budget, EXECUTE_CAP, EXECUTE_TOKENS, CALL_CAP));
-        server.addFeature(Main.observe(Config.empty(), () -> true));
+        server.addFeature(Main.observe(Config.empty(), () -> true,
+                                            () -> HealthCheckResponse.builder().status(true).build()));
         server.routing(routing -> ApiRouting.register(routing, components));
         ApiRouting.configure(server, components);
     }
@@ -480,7 +482,8 @@ class RequestBodyLimitsTest {
      */
     private static HttpResponse<String> send(HttpRequest.Builder request) throws Exception {
         try (HttpClient own = HttpClient.newHttpClient()) {
-            return own.send(request.timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
+            return OpenApiContract.check(own.send(request.timeout(Duration.ofSeconds(30)).build(),
+                                                  HttpResponse.BodyHandlers.ofString()));
         }
     }
 

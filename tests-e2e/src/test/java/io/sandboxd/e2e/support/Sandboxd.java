@@ -243,10 +243,12 @@ public final class Sandboxd {
         return replicas.get(next++ % replicas.size());
     }
 
+    /** Sends one request; a response of the three routes that the OpenAPI document does not allow fails the test. */
     public ApiResponse send(URI replica, String method, String path, Object body, String token) {
         try {
             String text = body == null ? null : body instanceof String s ? s : JSON.writeValueAsString(body);
-            HttpRequest.Builder request = HttpRequest.newBuilder(replica.resolve(path)).timeout(Duration.ofSeconds(180))
+            URI uri = replica.resolve(path);
+            HttpRequest.Builder request = HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(180))
                     .method(method, text == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(text))
                     .header("Content-Type", "application/json");
             if (token != null) {
@@ -254,7 +256,9 @@ public final class Sandboxd {
             }
             HttpResponse<String> response = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
             JsonNode json = response.body().isBlank() ? JSON.createObjectNode() : JSON.readTree(response.body());
-            return new ApiResponse(response.statusCode(), response.headers(), json, response.body());
+            ApiResponse answer = new ApiResponse(response.statusCode(), response.headers(), json, response.body());
+            OpenApiContract.check(method, uri, answer);
+            return answer;
         } catch (IOException e) {
             throw new IllegalStateException(method + " " + path + " failed: " + e, e);
         } catch (InterruptedException e) {
