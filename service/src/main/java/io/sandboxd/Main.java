@@ -60,7 +60,7 @@ public final class Main {
         SandboxConfig sandbox = SandboxConfig.from(config.get("sandbox"));
         String replicaId = ReplicaId.current();
 
-        KubernetesClient client = new KubernetesClientBuilder().build();
+        KubernetesClient client = new KubernetesClientBuilder().withConfig(apiServerClientConfig()).build();
         ClusterSandboxes cluster = new ClusterSandboxes(client, sandbox, replicaId);
         TokenVerifier verifier = new TokenVerifier(KeyDirectory.watching(sandbox.tokens().keysDir()),
                                                    sandbox.tokens().audience(), sandbox.tokens().issuer(),
@@ -120,6 +120,21 @@ public final class Main {
             client.close();
             shutdownLog(Level.INFO, "stopped");
         }, "sandboxd-shutdown"));
+    }
+
+    /**
+     * The in-cluster client configuration, failing fast: fabric8 retries a failed call up to ten times with a backoff
+     * that doubles from 100 ms (about 100 s in all), which during an API-server outage held a request's claim, and the
+     * pool's renewals, far past the warm wait. sandboxd retries on its own terms (the warm wait, the pool's passes,
+     * the release of used pods), so each call gets one retry and a bounded time.
+     */
+    static io.fabric8.kubernetes.client.Config apiServerClientConfig() {
+        return new io.fabric8.kubernetes.client.ConfigBuilder(io.fabric8.kubernetes.client.Config.autoConfigure(null))
+                .withRequestRetryBackoffLimit(1)
+                .withRequestRetryBackoffInterval(200)
+                .withConnectionTimeout(5_000)
+                .withRequestTimeout(10_000)
+                .build();
     }
 
     /**

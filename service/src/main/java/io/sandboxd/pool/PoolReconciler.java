@@ -202,7 +202,7 @@ public final class PoolReconciler implements AutoCloseable {
                 if (unused(pod) || orphanedClaim(pod, now)) {
                     writes.delete(name);
                 }
-            } else if (PodStates.isLabelledReserved(pod) && lapsed(pod, now)) {
+            } else if (PodStates.isLabelledReserved(pod) && lapsed(pod, now) && lapsedOnServer(name, now)) {
                 LOGGER.warning("pool pod " + name + " reserved by " + PodStates.annotations(pod)
                         .get(SandboxLabels.CLAIMED_BY) + " until " + PodStates.reservedUntil(pod)
                         + " was never used or renewed; deleting");
@@ -248,6 +248,19 @@ public final class PoolReconciler implements AutoCloseable {
     /** A reservation past its end (with room for clock skew between replicas): its holder is gone. */
     private static boolean lapsed(Pod pod, Instant now) {
         return PodStates.reservedUntil(pod).plus(RESERVATION_SKEW).isBefore(now);
+    }
+
+    /**
+     * The informer's copy may lag (its watch re-established after an API-server outage, say) while the holder renewed
+     * the reservation: a lapse is confirmed on the API server's own copy before the pod is deleted.
+     */
+    private boolean lapsedOnServer(String name, Instant now) {
+        try {
+            Pod fresh = writes.fetch(name);
+            return fresh != null && PodStates.isLabelledReserved(fresh) && lapsed(fresh, now);
+        } catch (KubernetesClientException e) {
+            return false;
+        }
     }
 
     private boolean orphanedClaim(Pod pod, Instant now) {

@@ -39,6 +39,7 @@ class ApiServerOutageIT {
         long back;
         await().atMost(Duration.ofMinutes(1)).until(() -> sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
                 .withLabel("sandboxd.io/state", "reserved").list().getItems().size() >= 2);
+        java.net.URI service = sandboxd.serviceUri();
         // The pool full and reserved, then the API server stops, then the agents start: each replica's reserved
         // pods are all that can run until it is back.
         Process outage = new ProcessBuilder("bash", Env.repo().resolve("tests-e2e/cluster/apiserver-outage.sh")
@@ -49,7 +50,7 @@ class ApiServerOutageIT {
             said.append(first);
             assertTrue(first != null && first.startsWith("kube-apiserver stopped"), "the outage began: " + first);
             stopped = System.nanoTime();
-            try (ServiceLoad load = ServiceLoad.start(sandboxd, CLIENTS, Duration.ofSeconds(120))) {
+            try (ServiceLoad load = ServiceLoad.start(service, sandboxd.token(), CLIENTS, Duration.ofSeconds(120))) {
                 for (String line = lines.readLine(); line != null; line = lines.readLine()) {
                     said.append("; ").append(line);
                 }

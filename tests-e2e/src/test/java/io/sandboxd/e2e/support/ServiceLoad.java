@@ -59,7 +59,18 @@ public final class ServiceLoad implements AutoCloseable {
      * @return the load, running
      */
     public static ServiceLoad start(Sandboxd sandboxd, int clients, Duration requestTimeout) {
-        ServiceLoad load = new ServiceLoad(sandboxd.serviceUri(), sandboxd.token(), clients, requestTimeout);
+        return start(sandboxd.serviceUri(), sandboxd.token(), clients, requestTimeout);
+    }
+
+    /**
+     * @param service        the Service's address (looked up beforehand: the API server may be down)
+     * @param token          the agents' token
+     * @param clients        clients sending at once
+     * @param requestTimeout longest a client waits for one answer
+     * @return the load, running
+     */
+    public static ServiceLoad start(URI service, String token, int clients, Duration requestTimeout) {
+        ServiceLoad load = new ServiceLoad(service, token, clients, requestTimeout);
         for (int i = 0; i < clients; i++) {
             int client = i;
             load.threads.submit(() -> load.send(client));
