@@ -202,11 +202,15 @@ public final class PoolReconciler implements AutoCloseable {
                 if (unused(pod) || orphanedClaim(pod, now)) {
                     writes.delete(name);
                 }
-            } else if (PodStates.isLabelledReserved(pod) && lapsed(pod, now) && lapsedOnServer(name, now)) {
-                LOGGER.warning("pool pod " + name + " reserved by " + PodStates.annotations(pod)
-                        .get(SandboxLabels.CLAIMED_BY) + " until " + PodStates.reservedUntil(pod)
-                        + " was never used or renewed; deleting");
-                writes.delete(name);
+            } else if (PodStates.isLabelledReserved(pod) && lapsed(pod, now)) {
+                // Confirmed on the API server's copy first; if renewed meanwhile (the cache lags) or not readable
+                // now, it is left out of this pass and looked at again in the next.
+                if (lapsedOnServer(name, now)) {
+                    LOGGER.warning("pool pod " + name + " reserved by " + PodStates.annotations(pod)
+                            .get(SandboxLabels.CLAIMED_BY) + " until " + PodStates.reservedUntil(pod)
+                            + " was never used or renewed; deleting");
+                    writes.delete(name);
+                }
             } else if (unused(pod)) {
                 if (spec.isCurrent(pod)) {
                     unclaimed.add(pod);
@@ -259,6 +263,7 @@ public final class PoolReconciler implements AutoCloseable {
             Pod fresh = writes.fetch(name);
             return fresh != null && PodStates.isLabelledReserved(fresh) && lapsed(fresh, now);
         } catch (KubernetesClientException e) {
+            LOGGER.fine(() -> "could not read pod " + name + " to confirm its lapse: " + PodWrites.describe(e));
             return false;
         }
     }
