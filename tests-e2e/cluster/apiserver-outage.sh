@@ -6,6 +6,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/cluster.env"
+# kube-apiserver was started by name from the cluster's bin directory (its argv[0] has no path).
+export PATH=$CLUSTER_BIN:$PATH
 seconds=${1:?usage: apiserver-outage.sh SECONDS}
 run=$CLUSTER_STATE/run logs=$CLUSTER_STATE/logs pki=$CLUSTER_STATE/pki
 pid=$(cat "$run/kube-apiserver.pid")
@@ -19,8 +21,10 @@ echo "kube-apiserver stopped at $(date +%T.%N | cut -c1-12)"
 sleep "$seconds"
 setsid "${cmd[@]}" >>"$logs/kube-apiserver.log" 2>&1 < /dev/null &
 echo $! > "$run/kube-apiserver.pid"
+restarted=$!
 deadline=$(( $(date +%s) + 120 ))
 until curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "https://$addr:6443/readyz" >/dev/null 2>&1; do
+  if ! kill -0 "$restarted" 2>/dev/null; then echo "kube-apiserver exited on restart: $(tail -3 "$logs/kube-apiserver.log")" >&2; exit 1; fi
   if [ "$(date +%s)" -ge "$deadline" ]; then echo "kube-apiserver did not come back" >&2; exit 1; fi
   sleep 0.2
 done

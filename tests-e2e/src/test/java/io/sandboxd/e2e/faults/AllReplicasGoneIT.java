@@ -61,7 +61,7 @@ class AllReplicasGoneIT {
             assertTrue(!end.isAfter(Instant.now().plus(CLAIM_DEADLINE).plusSeconds(5)),
                        "the deadline ends the pod at most the longest run plus the margins after its claim: " + end);
         }
-        List<String> reserved = runPodsHeldBy(k8s, replicas).stream()
+        List<String> reserved = Replicas.poolPodsHeldBy(k8s, replicas).stream()
                 .filter(p -> "reserved".equals(Replicas.state(p))).map(p -> p.getMetadata().getName()).toList();
 
         // Every replica gone at once, hard, and kept at zero.
@@ -84,7 +84,7 @@ class AllReplicasGoneIT {
         long back = System.nanoTime();
         Replicas.awaitReplaced(k8s, replicas, Duration.ofMinutes(5));
         await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofSeconds(1))
-                .until(() -> runPodsHeldBy(k8s, replicas).isEmpty());
+                .until(() -> Replicas.poolPodsHeldBy(k8s, replicas).isEmpty());
         double cleaned = (System.nanoTime() - back) / 1e9;
         Duration pool = Replicas.awaitPoolAtTarget(Sandboxd.reconnect(), Duration.ofMinutes(3));
         // A session belongs to its project, not to a replica: it outlived them and takes the next run.
@@ -96,12 +96,6 @@ class AllReplicasGoneIT {
                                   + "reservations %s %.0f s after its return; pool at target %d s later%n",
                           replicaCount, claimed.size(), endedAfter, (back - gone) / 1e9, reserved.size(), reserved,
                           cleaned, pool.toSeconds());
-    }
-
-    /** Pool pods (not sessions) that name one of {@code replicas} as their holder or claimer. */
-    private static List<Pod> runPodsHeldBy(KubernetesClient k8s, List<String> replicas) {
-        return Replicas.heldBy(k8s, replicas).stream().filter(p -> p.getMetadata().getLabels() == null
-                || !p.getMetadata().getLabels().containsKey("sandboxd.io/session")).toList();
     }
 
     private static java.util.concurrent.CompletableFuture<Void> runInBackground(Sandboxd sandboxd) {

@@ -36,7 +36,7 @@ class ReplicaCrashIT {
         Duration replaced;
         try (ServiceLoad load = ServiceLoad.start(sandboxd, RollingUpgradeIT.CLIENTS, Duration.ofSeconds(90))) {
             await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= 2 * RollingUpgradeIT.CLIENTS);
-            heldAtKill = Replicas.heldBy(k8s, List.of(victim)).stream()
+            heldAtKill = Replicas.poolPodsHeldBy(k8s, List.of(victim)).stream()
                     .map(p -> p.getMetadata().getName() + " " + Replicas.state(p)).toList();
             k8s.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(victim).withGracePeriod(0).delete();
             killed = System.nanoTime();
@@ -49,7 +49,7 @@ class ReplicaCrashIT {
         long poolAt = System.nanoTime();
         // What the dead replica held: reservations lapse, claims are orphaned; the leader deletes both.
         await().atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofSeconds(1))
-                .until(() -> Replicas.heldBy(k8s, List.of(victim)).isEmpty());
+                .until(() -> Replicas.poolPodsHeldBy(k8s, List.of(victim)).isEmpty());
         double cleaned = (System.nanoTime() - killed) / 1e9;
         System.out.println(summary.describe("replica " + victim + " killed (grace period 0)") + String.format(
                 "; replacement Ready %d s after the kill, pool at target %.0f s after the kill; held by the "

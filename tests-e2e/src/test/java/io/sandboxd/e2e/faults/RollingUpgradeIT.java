@@ -71,7 +71,7 @@ class RollingUpgradeIT {
         assertEquals(List.of(), summary.reusedSandboxes(), "no pod served two runs");
         assertTrue(summary.sent() >= 4 * CLIENTS, "the clients kept sending: " + summary.sent());
         // A replica that stops gives its reservations back: none of its pods is left held for it.
-        assertEquals(List.of(), Replicas.heldBy(k8s, before).stream().map(p -> p.getMetadata().getName()
+        assertEquals(List.of(), Replicas.poolPodsHeldBy(k8s, before).stream().map(p -> p.getMetadata().getName()
                 + " " + Replicas.state(p)).toList(), "pods still held by replicas that are gone");
     }
 }

@@ -90,6 +90,15 @@ public final class Replicas {
                 .toList();
     }
 
+    /**
+     * Pool pods (not sessions) that name one of {@code replicas} as their holder or claimer: a session belongs to its
+     * project, not to the replica that created it, and outlives it until idle.
+     */
+    public static List<Pod> poolPodsHeldBy(KubernetesClient k8s, Collection<String> replicas) {
+        return heldBy(k8s, replicas).stream().filter(p -> p.getMetadata().getLabels() == null
+                || !p.getMetadata().getLabels().containsKey("sandboxd.io/session")).toList();
+    }
+
     /** The state label of a sandbox pod. */
     public static String state(Pod pod) {
         return pod.getMetadata().getLabels() == null ? null : pod.getMetadata().getLabels().get("sandboxd.io/state");
