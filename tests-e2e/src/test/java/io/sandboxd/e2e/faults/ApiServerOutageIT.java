@@ -56,8 +56,7 @@ class ApiServerOutageIT {
                 }
                 assertEquals(0, outage.waitFor(), said.toString());
                 back = System.nanoTime();
-                int atEnd = load.count();
-                await().atMost(Duration.ofMinutes(2)).until(() -> load.count() >= atEnd + 2 * CLIENTS);
+                load.awaitMoreAnswers(2 * CLIENTS, Duration.ofMinutes(2));
                 summary = load.stop();
             }
         }

@@ -35,14 +35,13 @@ class ReplicaCrashIT {
         long killed;
         Duration replaced;
         try (ServiceLoad load = ServiceLoad.start(sandboxd, RollingUpgradeIT.CLIENTS, Duration.ofSeconds(90))) {
-            await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= 2 * RollingUpgradeIT.CLIENTS);
+            load.awaitAnswers(2 * RollingUpgradeIT.CLIENTS, Duration.ofMinutes(1));
             heldAtKill = Replicas.poolPodsHeldBy(k8s, List.of(victim)).stream()
                     .map(p -> p.getMetadata().getName() + " " + Replicas.state(p)).toList();
             k8s.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(victim).withGracePeriod(0).delete();
             killed = System.nanoTime();
             replaced = Replicas.awaitReplaced(k8s, List.of(victim), Duration.ofMinutes(5));
-            int atEnd = load.count();
-            await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= atEnd + 2 * RollingUpgradeIT.CLIENTS);
+            load.awaitMoreAnswers(2 * RollingUpgradeIT.CLIENTS, Duration.ofMinutes(1));
             summary = load.stop();
         }
         Duration pool = Replicas.awaitPoolAtTarget(Sandboxd.reconnect(), Duration.ofMinutes(3));

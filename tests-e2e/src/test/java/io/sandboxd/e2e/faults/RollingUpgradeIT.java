@@ -11,7 +11,6 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -55,12 +54,11 @@ class RollingUpgradeIT {
         Duration replaced;
         ServiceLoad.Summary summary;
         try (ServiceLoad load = ServiceLoad.start(sandboxd, CLIENTS, Duration.ofSeconds(90))) {
-            await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= CLIENTS);
+            load.awaitAnswers(CLIENTS, Duration.ofMinutes(1));
             change.apply(k8s);
             replaced = Replicas.awaitReplaced(k8s, before, Duration.ofMinutes(8));
-            int atEnd = load.count();
             // The new replicas serve too, before the clients stop.
-            await().atMost(Duration.ofMinutes(1)).until(() -> load.count() >= atEnd + 2 * CLIENTS);
+            load.awaitMoreAnswers(2 * CLIENTS, Duration.ofMinutes(1));
             summary = load.stop();
         }
         sandboxd = Sandboxd.reconnect();

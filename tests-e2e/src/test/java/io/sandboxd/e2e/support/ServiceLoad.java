@@ -16,6 +16,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import static org.awaitility.Awaitility.await;
+
 /**
  * Agents calling sandboxd through its Service while a fault happens: each client sends {@code /v1/execute} back to
  * back on its own HTTP client (its own kept-alive connections, as separate agents have) and records every answer. A
@@ -140,6 +142,16 @@ public final class ServiceLoad implements AutoCloseable {
      */
     public int count() {
         return outcomes.size();
+    }
+
+    /** Waits until at least {@code answers} requests have been answered in all. */
+    public void awaitAnswers(int answers, Duration atMost) {
+        await().atMost(atMost).until(() -> count() >= answers);
+    }
+
+    /** Waits until {@code more} requests beyond those answered now have been answered (the clients kept going). */
+    public void awaitMoreAnswers(int more, Duration atMost) {
+        awaitAnswers(count() + more, atMost);
     }
 
     @Override
