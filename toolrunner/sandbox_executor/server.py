@@ -26,6 +26,9 @@ READY_WAIT_S = 30
 # Between the runs of a session no process but its interpreter may live: a thread the snippet left
 # behind could start one after its run ended. Swept this often.
 SESSION_SWEEP_EVERY_S = 1.0
+# On SIGTERM (pod deletion) a run under way is answered as cut off before the process exits; the kubelet's
+# shortest grace period, a forced deletion's, is 2 s.
+STOP_ANSWER_WITHIN_S = 1.0
 
 
 class HttpError(Exception):
@@ -130,6 +133,9 @@ class Executor:
         self._session_lock = threading.Lock()
         self._has_run = False
         self._restart_notice = ""
+        self.stopping = False
+        self._answered = threading.Condition()
+        self._requests_under_way = 0
         if settings.session:
             threading.Thread(target=self._sweep_between_runs, daemon=True).start()
 
@@ -163,9 +169,32 @@ class Executor:
         except OSError as error:
             raise HttpError(400, f"could not write input files: {error.strerror}")
 
+    @contextlib.contextmanager
+    def answering(self):
+        """Marks a request under way until its answer is sent, so that stop() can let it be answered."""
+        with self._answered:
+            self._requests_under_way += 1
+        try:
+            yield
+        finally:
+            with self._answered:
+                self._requests_under_way -= 1
+                self._answered.notify_all()
+
+    def stop(self, answer_within_s=STOP_ANSWER_WITHIN_S):
+        """The pod is being deleted: a run under way is cut off and answered as such (never as the snippet's own
+        exit, 137 from the kill), before this process exits."""
+        self.stopping = True
+        processes.kill_process_group(self.interpreter.pid)
+        processes.kill_leftovers()
+        with self._answered:
+            self._answered.wait_for(lambda: self._requests_under_way == 0, answer_within_s)
+
     def _run(self, request):
         settings = self.settings
         result = self.interpreter.run(request.code, request.timeout_s, settings.max_output_bytes)
+        if self.stopping:
+            raise HttpError(503, "the sandbox pod was stopped mid-run")
         notice, self._restart_notice = self._restart_notice, ""
         if result.interpreter_lost:
             how = "timed out" if result.timed_out else f"ended the interpreter (exit code {result.exit_code})"
@@ -195,6 +224,10 @@ class ExecutorHandler(BaseHTTPRequestHandler):
 
     def dispatch(self):
         routes = {"/healthz": {"GET": self.healthz}, "/run": {"POST": self.run_snippet}}
+        with self.server.executor.answering():
+            self._dispatch(routes)
+
+    def _dispatch(self, routes):
         methods = routes.get(self.path.split("?", 1)[0])
         try:
             # Before anything else, the body included: a refused caller must not spend the pod's run.
@@ -274,5 +307,4 @@ def main():
     try:
         server.serve_forever()
     finally:
-        processes.kill_process_group(executor.interpreter.pid)
-        processes.kill_leftovers()
+        executor.stop()

@@ -4,6 +4,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 
 import pytest
@@ -178,6 +179,26 @@ def test_returned_files_are_capped(start_executor):
     assert status == 200
     assert files_by_path(reply) == {"b.txt": "b" * 5, "c.txt": "c" * 5}
     assert reply["files_truncated"] is True
+
+
+def test_a_run_cut_off_by_the_pods_deletion_is_not_reported_as_the_snippets_exit(start_executor):
+    """SIGTERM (the pod is being deleted) kills the run, which is answered as cut off, not as a 200 with exit 137."""
+    server = start_executor()
+    answers = []
+
+    def run():
+        try:
+            answers.append(server.post("/run", {"code": "import time; time.sleep(30)", "timeout_s": 60}))
+        except (OSError, http.client.HTTPException) as error:
+                answers.append(error)
+
+    caller = threading.Thread(target=run)
+    caller.start()
+    time.sleep(1.0)  # the run is under way
+    server.process.send_signal(signal.SIGTERM)
+    caller.join(10)
+    assert server.process.wait(5) == 0
+    assert answers == [(503, {"error": "the sandbox pod was stopped mid-run"})]
 
 
 def test_second_run_is_refused(start_executor):

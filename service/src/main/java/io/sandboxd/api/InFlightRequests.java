@@ -15,18 +15,19 @@ public final class InFlightRequests {
     private final Condition idle = lock.newCondition();
     private int count;
     private volatile boolean draining;
-    private volatile long lastArrivalNanos = System.nanoTime();
+    private volatile long lastActivityNanos = System.nanoTime();
 
-    /** A request (any route) arrived: a draining replica stops only after a quiet moment. */
-    void arrived() {
-        lastArrivalNanos = System.nanoTime();
+    /** A request (any route) arrived or was answered: a draining replica stops only after a quiet moment. */
+    void active() {
+        lastActivityNanos = System.nanoTime();
     }
 
     /**
-     * Waits until no call is under way and no request has arrived for {@code quietFor}: requests that service proxies
-     * still send here after the shutdown delay are served, not cut off by the server stopping.
+     * Waits until no call is under way and no request has arrived or been answered for {@code quietFor}: requests that
+     * service proxies still send here after the shutdown delay, and the next request of a client just answered on a
+     * kept-alive connection, are served, not cut off by the server stopping.
      *
-     * @param quietFor how long no request may have arrived
+     * @param quietFor how long no request may have arrived or been answered
      * @param timeout  longest wait
      * @return whether the replica went quiet in time
      * @throws InterruptedException when interrupted
@@ -38,7 +39,7 @@ public final class InFlightRequests {
             if (!awaitIdle(Duration.ofNanos(Math.max(left, 0)))) {
                 return false;
             }
-            long quietUntil = lastArrivalNanos + quietFor.toNanos();
+            long quietUntil = lastActivityNanos + quietFor.toNanos();
             long now = System.nanoTime();
             if (now >= quietUntil && count() == 0) {
                 return true;

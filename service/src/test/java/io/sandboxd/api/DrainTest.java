@@ -11,6 +11,9 @@ import java.security.KeyPair;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import io.sandboxd.Main;
 import io.sandboxd.TestSettings;
@@ -39,6 +42,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 @ServerTest
 class DrainTest {
     static final InFlightRequests IN_FLIGHT = new InFlightRequests();
+    /** When set, a snippet call waits for it: a call under way while draining begins. */
+    static volatile CountDownLatch hold;
     static KeyPair key;
 
     private final URI uri;
@@ -57,8 +62,18 @@ class DrainTest {
         PoolStatus status = new PoolStatus(2, 3, 0, 5);
         ApiComponents components = new ApiComponents(
                 new ProjectAuthenticator(verifier),
-                job -> new SnippetOutcome("sandbox-1", new ExecutorReply("1\n", "", 0, 3, List.of(), false, false,
-                                                                         false)),
+                job -> {
+                    CountDownLatch held = hold;
+                    if (held != null) {
+                        try {
+                            held.await();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }
+                    return new SnippetOutcome("sandbox-1", new ExecutorReply("1\n", "", 0, 3, List.of(), false, false,
+                                                                         false));
+                },
                 job -> {
                     throw new IllegalStateException("no tool calls here");
                 },
@@ -81,7 +96,28 @@ class DrainTest {
                          before.headers().toString());
             assertEquals(200, get(http, "/observe/health/ready").statusCode());
 
+            // A call that arrived before draining began and is answered after: its answer ends its connection too.
+            hold = new CountDownLatch(1);
+            CompletableFuture<HttpResponse<String>> spanning = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return execute(http, token);
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            for (long end = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+                 IN_FLIGHT.count() == 0 && System.nanoTime() < end; ) {
+                Thread.sleep(10);
+            }
+            assertEquals(1, IN_FLIGHT.count(), "the call is under way");
             IN_FLIGHT.drain();
+            hold.countDown();
+            hold = null;
+            HttpResponse<String> answered = spanning.get(10, TimeUnit.SECONDS);
+            assertEquals(200, answered.statusCode(), answered.body());
+            assertEquals("close", answered.headers().firstValue("Connection").orElse(""),
+                         answered.headers().toString());
+
             HttpResponse<String> during = execute(http, token);
             assertEquals(200, during.statusCode(), during.body());
             assertEquals("close", during.headers().firstValue("Connection").orElse(""), during.headers().toString());

@@ -13,7 +13,7 @@ class InFlightRequestsTest {
     @Test
     void quietMeansNoCallUnderWayAndNoArrivalForAWhile() throws Exception {
         InFlightRequests requests = new InFlightRequests();
-        requests.arrived();
+        requests.active();
         long start = System.nanoTime();
         assertTrue(requests.awaitQuiet(Duration.ofMillis(200), Duration.ofSeconds(5)));
         assertTrue(System.nanoTime() - start >= Duration.ofMillis(150).toNanos(), "waited for the quiet moment");
@@ -36,7 +36,7 @@ class InFlightRequestsTest {
         InFlightRequests requests = new InFlightRequests();
         Thread arrivals = Thread.ofVirtual().start(() -> {
             while (!Thread.currentThread().isInterrupted()) {
-                requests.arrived();
+                requests.active();
                 try {
                     Thread.sleep(20);
                 } catch (InterruptedException e) {

@@ -72,7 +72,9 @@ class SandboxPodLossIT {
         System.out.printf("[fault] sandbox pod %s %s mid-run: %d %s after %.1f s; pool at target %d s later%n",
                           pod[0].getMetadata().getName(), how, r.status(), r.error(), seconds, refill.toSeconds());
         assertEquals(502, r.status(), r.toString());
+        // Deleted: the executor is told (SIGTERM) and answers the run as cut off; killed: the connection breaks.
         assertTrue(r.error().startsWith("sandbox execution failed: ")
+                           || r.error().equals("sandbox pod returned HTTP 503: the sandbox pod was stopped mid-run")
                            || r.error().equals("invalid response from sandbox pod"), r.error());
         assertTrue(seconds < 30, "answered when the pod was lost, not at the run's timeout: " + seconds + " s");
         await().atMost(Duration.ofMinutes(1)).until(() -> sandboxd.k8s().pods()
