@@ -12,6 +12,9 @@ out=$cache/images
 layout=$cache/oci
 java_home=${SANDBOXD_IMAGE_JDK:-${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}}
 mkdir -p "$out"
+# One build at a time writes the OCI layout and the archives (make up, make reload and make release may overlap).
+exec 9>"$cache/images.lock"
+flock 9
 
 log() { echo "[images] $*"; }
 
