@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes components, kube-router, CoreDNS and helm from the Go module proxy into
+# Builds the Kubernetes components, kube-router, CoreDNS, helm and the registry from the Go module proxy into
 # a cache keyed by version ($SANDBOXD_CACHE/bin/<component>-<version>/). A second run rebuilds nothing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -71,6 +71,7 @@ build_go_tool() { # name version module-path package
 build_go_tool kube-router "$KUBE_ROUTER_VERSION" github.com/cloudnativelabs/kube-router/v2 github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 build_go_tool coredns "$COREDNS_VERSION" github.com/coredns/coredns github.com/coredns/coredns
 build_go_tool helm "$HELM_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm
+build_go_tool registry "$DISTRIBUTION_VERSION" github.com/distribution/distribution/v3 github.com/distribution/distribution/v3/cmd/registry
 
 # containerd 2 with its runc shim and ctr, static.
 ctd_bin=$cache/bin/containerd-$CONTAINERD_VERSION
@@ -101,7 +102,7 @@ fi
 
 mkdir -p "$cache/bin/current"
 for d in "$k8s_bin" "$cache/bin/kube-router-$KUBE_ROUTER_VERSION" "$cache/bin/coredns-$COREDNS_VERSION" "$cache/bin/helm-$HELM_VERSION" \
-         "$ctd_bin" "$gv_bin"; do
+         "$cache/bin/registry-$DISTRIBUTION_VERSION" "$ctd_bin" "$gv_bin"; do
   for f in "$d"/*; do ln -sf "$f" "$cache/bin/current/$(basename "$f")"; done
 done
 echo "binaries in $cache/bin/current"

@@ -29,7 +29,7 @@ fi
 pkill -KILL -f "containerd-shim-run(c-v2|sc-v1) .*-address $CLUSTER_STATE/containerd/containerd.sock" 2>/dev/null
 # gVisor's sandbox and gofer processes (runsc, rooted in this cluster's runsc state).
 pkill -KILL -f "runsc .*--root=$CLUSTER_STATE/containerd/state/runsc" 2>/dev/null
-for c in containerd kube-scheduler kube-controller-manager kube-apiserver etcd targets; do stop "$c"; done
+for c in containerd registry kube-scheduler kube-controller-manager kube-apiserver etcd targets; do stop "$c"; done
 
 # Mounts left by pods (volumes, overlay rootfs, netns) under the kubelet and containerd dirs.
 grep -E " ($KUBELET_ROOT|$CLUSTER_STATE|/run/netns/cni-)" /proc/mounts | awk '{print $2}' | sort -r | while read -r m; do

@@ -127,7 +127,20 @@ start kube-scheduler kube-scheduler --kubeconfig="$CLUSTER_STATE/scheduler.kubec
   --authentication-kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" --authorization-kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" \
   --leader-elect=false --bind-address=127.0.0.1 --v=1
 
-# --- 5. containerd, images, kubelet --------------------------------------------------------------
+# --- 5. the local registry, containerd, images, kubelet --------------------------------------------
+mkdir -p "$REGISTRY_DATA"
+cat > "$CLUSTER_STATE/registry.yaml" <<EOF
+version: 0.1
+log: {level: warn, accesslog: {disabled: true}}
+storage:
+  filesystem: {rootdirectory: "$REGISTRY_DATA"}
+  delete: {enabled: true}
+http: {addr: "$LOCAL_REGISTRY_ADDR"}
+EOF
+start registry registry serve "$CLUSTER_STATE/registry.yaml"
+wait_for "registry" 30 curl -sf "http://$LOCAL_REGISTRY_ADDR/v2/"
+log "registry up at $LOCAL_REGISTRY (loopback, plain HTTP)"
+
 # The pod network: bridge CNI, and IPv6 (and every other non-IPv4 ethertype) closed in two layers.
 "$here/pod-network.sh" close
 log "pod network: $("$here/pod-network.sh" status) (IPv4 and ARP only)"
@@ -144,6 +157,8 @@ state = "$CLUSTER_STATE/containerd/state"
   address = "$CLUSTER_STATE/containerd/containerd.sock.ttrpc"
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "$CLUSTER_STATE/containerd/certs.d"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "sandboxd.local/pause:3.10"
 [plugins.'io.containerd.cri.v1.runtime']
@@ -177,6 +192,13 @@ binary_name = "$CLUSTER_BIN/runsc"
 root = "$CLUSTER_STATE/containerd/state/runsc"
 [runsc_config]
   oci-seccomp = "true"
+EOF
+# The local registry speaks plain HTTP on loopback; every other registry is unreachable offline anyway.
+mkdir -p "$CLUSTER_STATE/containerd/certs.d/$LOCAL_REGISTRY"
+cat > "$CLUSTER_STATE/containerd/certs.d/$LOCAL_REGISTRY/hosts.toml" <<EOF
+server = "http://$LOCAL_REGISTRY"
+[host."http://$LOCAL_REGISTRY"]
+  capabilities = ["pull", "resolve"]
 EOF
 CTR_SOCK=$CLUSTER_STATE/containerd/containerd.sock
 start containerd containerd --config "$CLUSTER_STATE/containerd/config.toml"

@@ -16,7 +16,7 @@ public final class TestSettings {
             new ResourceSettings("1", "512Mi", "256Mi"), new ResourceSettings("50m", "64Mi", "64Mi"),
             "64Mi", "16Mi", 1_048_576, 8_388_608, 100, 16_777_216, 256, 300, 3600, true);
     public static final ToolSettings TOOL = new ToolSettings(30, 120, 110, 1_048_576, 8_388_608,
-            new ResourceSettings("2", "1Gi", "512Mi"), new ResourceSettings("50m", "64Mi", "64Mi"), "64Mi");
+            new ResourceSettings("2", "1Gi", "512Mi"), new ResourceSettings("50m", "64Mi", "64Mi"), "64Mi", false);
     public static final SecuritySettings RUNTIME_DEFAULT = new SecuritySettings("RuntimeDefault", "", "", IsolationGateSettings.DEFAULTS);
 
     private TestSettings() {

@@ -1,7 +1,6 @@
 package io.sandboxd.api;
 
 import io.sandboxd.config.ToolSettings;
-import io.sandboxd.logging.CallerText;
 import io.sandboxd.run.ToolCaller;
 import io.sandboxd.run.ToolJob;
 import io.sandboxd.run.ToolOutcome;
@@ -26,6 +25,7 @@ final class ToolCallService implements HttpService {
     private final ApiMetrics metrics;
     private final InFlightRequests inFlight;
     private final JsonBody body;
+    private final ImagePinning pinning;
 
     ToolCallService(ApiComponents components) {
         this.auth = components.auth();
@@ -34,6 +34,7 @@ final class ToolCallService implements HttpService {
         this.metrics = components.metrics();
         this.inFlight = components.inFlight();
         this.body = components.bodies().call();
+        this.pinning = new ImagePinning(settings.requireImageDigest());
     }
 
     @Override
@@ -50,15 +51,12 @@ final class ToolCallService implements HttpService {
             try {
                 ProjectIdentity identity = auth.authenticate(req);
                 call.caller(identity);
+                pinning.checkToken(identity);
                 // the body's budget charge is held until the call ends: its args stay in memory until then
                 try (JsonBody.Read<CallRequest> read = body.read(req, identity.project(),
                                                                  parser -> CallRequest.read(parser, settings))) {
                     CallRequest request = read.value();
-                    if (!request.image().equals(identity.image())) {
-                        throw ApiException.forbidden("this project's token allows tool calls only in its own agent "
-                                                             + "image \"" + identity.image() + "\", not "
-                                                             + CallerText.quote(request.image()));
-                    }
+                    pinning.checkRequest(identity, request.image());
                     ToolOutcome outcome = caller.call(new ToolJob(identity, requestId, request.image(),
                                                                   request.module(), request.function(), request.args(),
                                                                   request.timeoutSeconds()));

@@ -13,6 +13,8 @@ import io.helidon.config.Config;
  * @param limits                container limits
  * @param requests              container requests
  * @param tmpSizeLimit          size limit of the {@code /tmp} emptyDir
+ * @param requireImageDigest    whether a token's agent image must be pinned by digest ({@code repo@sha256:…}); a
+ *                              token naming it by tag alone then gets 403
  */
 public record ToolSettings(int defaultTimeoutSeconds,
                            int maxTimeoutSeconds,
@@ -21,7 +23,8 @@ public record ToolSettings(int defaultTimeoutSeconds,
                            long maxResponseBytes,
                            ResourceSettings limits,
                            ResourceSettings requests,
-                           String tmpSizeLimit) {
+                           String tmpSizeLimit,
+                           boolean requireImageDigest) {
 
     static ToolSettings from(Config node) {
         return new ToolSettings(
@@ -32,6 +35,7 @@ public record ToolSettings(int defaultTimeoutSeconds,
                 node.get("maxResponseBytes").asLong().orElse(8_388_608L),
                 ResourceSettings.from(node.get("limits"), new ResourceSettings("2", "1Gi", "512Mi")),
                 ResourceSettings.from(node.get("requests"), new ResourceSettings("50m", "64Mi", "64Mi")),
-                node.get("tmpSizeLimit").asString().orElse("64Mi"));
+                node.get("tmpSizeLimit").asString().orElse("64Mi"),
+                node.get("requireImageDigest").asBoolean().orElse(false));
     }
 }

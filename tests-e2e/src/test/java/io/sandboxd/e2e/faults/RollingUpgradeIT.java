@@ -40,7 +40,7 @@ class RollingUpgradeIT {
     @Test
     void aHelmUpgradeThatChangesThePodTemplateUnderLoadAnswersEveryRequest() throws Exception {
         underLoad("helm upgrade (pod template changed)", k8s -> Sandboxd.upgradeReusingValues(
-                "podAnnotations.sandboxd\\.io/upgraded-at=" + System.currentTimeMillis()));
+                "--set-string", "podAnnotations.sandboxd\\.io/upgraded-at=" + System.currentTimeMillis()));
     }
 
     private interface Change {

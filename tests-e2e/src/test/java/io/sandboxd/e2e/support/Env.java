@@ -15,6 +15,11 @@ public final class Env {
         return System.getenv().getOrDefault("SANDBOXD_CACHE", "/var/cache/sandboxd");
     }
 
+    /** @return the harness's local registry (cluster-up.sh runs it on loopback; the kubelet pulls from it) */
+    public static String localRegistry() {
+        return System.getenv().getOrDefault("LOCAL_REGISTRY", "localhost:5000");
+    }
+
     public static String clusterState() {
         return System.getenv().getOrDefault("CLUSTER_STATE", "/var/lib/sandboxd-cluster");
     }

@@ -77,18 +77,16 @@ public final class Sandboxd {
     }
 
     /**
-     * One {@code helm upgrade} of the installed release, its values kept, with {@code --set-string} values added, as
-     * an admin changes one setting; returns once Helm has seen the rollout through.
+     * One {@code helm upgrade} of the installed release, its values kept, with values added, as an admin changes one
+     * setting; returns once Helm has seen the rollout through.
      *
-     * @param setStrings {@code key=value} pairs
+     * @param sets Helm flags that set values, e.g. {@code "--set", "tool.requireImageDigest=true"}
      */
-    public static void upgradeReusingValues(String... setStrings) {
+    public static void upgradeReusingValues(String... sets) {
         List<String> helm = new ArrayList<>(List.of(Env.helm().toString(), "upgrade", RELEASE,
                 Env.repo().resolve("charts/sandboxd").toString(), "--namespace", RELEASE_NAMESPACE,
                 "--kubeconfig", TestCluster.kubeconfig().toString(), "--reuse-values", "--wait", "--timeout", "5m"));
-        for (String set : setStrings) {
-            helm.addAll(List.of("--set-string", set));
-        }
+        helm.addAll(List.of(sets));
         HostCommand.run(helm.toArray(String[]::new));
     }
 
