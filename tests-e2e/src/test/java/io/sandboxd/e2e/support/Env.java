@@ -15,6 +15,25 @@ public final class Env {
         return System.getenv().getOrDefault("SANDBOXD_CACHE", "/var/cache/sandboxd");
     }
 
+    /**
+     * The chart the suite installs: the repository's chart folder, or a release's packaged chart
+     * ({@code -Dsandboxd.chart=dist/release/sandboxd-<version>.tgz}, as {@code make test} does).
+     */
+    public static String chart() {
+        String chart = System.getProperty("sandboxd.chart", "");
+        return chart.isBlank() ? repo().resolve("charts/sandboxd").toString() : Path.of(chart).toAbsolutePath().toString();
+    }
+
+    /**
+     * Values that name where the images come from: those {@code make publish} wrote for the registry it pushed to
+     * ({@code -Dsandboxd.imageValues=dist/release/published-values.yaml}); empty: the chart's own (images imported
+     * into the local cluster's containerd).
+     */
+    public static String imageValues() {
+        String values = System.getProperty("sandboxd.imageValues", "");
+        return values.isBlank() ? "" : Path.of(values).toAbsolutePath().toString();
+    }
+
     /** @return the harness's local registry (cluster-up.sh runs it on loopback; the kubelet pulls from it) */
     public static String localRegistry() {
         return System.getenv().getOrDefault("LOCAL_REGISTRY", "localhost:5000");

@@ -84,7 +84,7 @@ public final class Sandboxd {
      */
     public static void upgradeReusingValues(String... sets) {
         List<String> helm = new ArrayList<>(List.of(Env.helm().toString(), "upgrade", RELEASE,
-                Env.repo().resolve("charts/sandboxd").toString(), "--namespace", RELEASE_NAMESPACE,
+                Env.chart(), "--namespace", RELEASE_NAMESPACE,
                 "--kubeconfig", TestCluster.kubeconfig().toString(), "--reuse-values", "--wait", "--timeout", "5m"));
         helm.addAll(List.of(sets));
         HostCommand.run(helm.toArray(String[]::new));
@@ -126,13 +126,16 @@ public final class Sandboxd {
             Path values = dir.resolve("values.yaml");
             Files.writeString(values, HostCommand.run("bash", Env.repo().resolve("tests-e2e/scripts/local-values.sh").toString()));
             List<String> helm = new ArrayList<>(List.of(Env.helm().toString(), "upgrade", "--install", RELEASE,
-                    Env.repo().resolve("charts/sandboxd").toString(),
+                    Env.chart(),
                     "--namespace", RELEASE_NAMESPACE, "--create-namespace", "--kubeconfig", TestCluster.kubeconfig().toString(),
                     "-f", values.toString(), "--set-file", "tokens.publicKeys." + KID + "=" + publicKey,
                     "--set-string", "runtimeClassName=" + runtimeClass,
                     // Reservations of a replica killed by a fault test lapse in 30 s, not the default 2 minutes.
                     "--set", "lifecycle.reservationHoldSeconds=30",
                     "--wait", "--timeout", "5m"));
+            if (!Env.imageValues().isEmpty()) {
+                helm.addAll(List.of("-f", Env.imageValues()));
+            }
             // Extra values for one run, e.g. the benchmark's larger pool: -Dsandboxd.set=snippet.poolTarget=6
             String extra = System.getProperty("sandboxd.set", "");
             if (!extra.isBlank()) {
