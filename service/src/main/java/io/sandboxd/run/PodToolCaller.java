@@ -2,6 +2,7 @@ package io.sandboxd.run;
 
 import java.time.Duration;
 import java.util.Optional;
+import java.util.function.IntFunction;
 import java.util.logging.Logger;
 
 import io.sandboxd.pods.PodToken;
@@ -29,6 +30,7 @@ public final class PodToolCaller implements ToolCaller {
     private final ToolPodSpec spec;
     private final ToolRunnerClient runner;
     private final Duration readyTimeout;
+    private final IntFunction<Duration> podDeadline;
 
     /**
      * @param tools        tool pod informer
@@ -36,14 +38,16 @@ public final class PodToolCaller implements ToolCaller {
      * @param spec         the tool pod spec
      * @param runner       tool runner client
      * @param readyTimeout longest wait for the pod to be ready (110 s)
+     * @param podDeadline  the pod's {@code activeDeadlineSeconds} for a call's timeout in seconds
      */
     public PodToolCaller(PodCache tools, PodWrites writes, ToolPodSpec spec, ToolRunnerClient runner,
-                         Duration readyTimeout) {
+                         Duration readyTimeout, IntFunction<Duration> podDeadline) {
         this.tools = tools;
         this.writes = writes;
         this.spec = spec;
         this.runner = runner;
         this.readyTimeout = readyTimeout;
+        this.podDeadline = podDeadline;
     }
 
     @Override
@@ -51,7 +55,7 @@ public final class PodToolCaller implements ToolCaller {
         Pod created;
         try {
             created = writes.create(spec.pod(job.image(), job.caller().project(), job.caller().agent(),
-                                             job.requestId(), job.timeoutSeconds()));
+                                             job.requestId(), podDeadline.apply(job.timeoutSeconds())));
         } catch (KubernetesClientException e) {
             throw SandboxFailure.unavailable("could not start a sandbox for this tool call: " + PodWrites.describe(e));
         }

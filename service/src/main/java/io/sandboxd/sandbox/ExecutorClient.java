@@ -21,8 +21,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  */
 public final class ExecutorClient {
 
-    /** Extra seconds on top of the snippet timeout: the executor itself enforces the timeout and then answers. */
-    public static final Duration DEADLINE_MARGIN = Duration.ofSeconds(10);
     /** Prefix of the 502 message when the pod could not be reached or did not answer. */
     public static final String TRANSPORT_FAILURE = "sandbox execution failed: ";
 
@@ -39,19 +37,22 @@ public final class ExecutorClient {
     private final ObjectMapper replies;
     private final long maxReplyBytes;
     private final int port;
+    private final Duration answerMargin;
 
     /**
      * @param client        HTTP client (shared)
      * @param json          object mapper
      * @param maxReplyBytes hard cap on the executor's reply
      * @param port          executor port (8080)
+     * @param answerMargin  how much longer than the snippet's timeout the executor may take to answer
      */
-    public ExecutorClient(HttpClient client, ObjectMapper json, long maxReplyBytes, int port) {
+    public ExecutorClient(HttpClient client, ObjectMapper json, long maxReplyBytes, int port, Duration answerMargin) {
         this.http = new PodHttp(client);
         this.json = json;
         this.replies = new JsonLimits(maxReplyBytes, MAX_REPLY_TOKENS, 16).treeMapper();
         this.maxReplyBytes = maxReplyBytes;
         this.port = port;
+        this.answerMargin = answerMargin;
     }
 
     /**
@@ -59,10 +60,11 @@ public final class ExecutorClient {
      *
      * @param json          object mapper
      * @param maxReplyBytes hard cap on the executor's reply
+     * @param answerMargin  how much longer than the snippet's timeout the executor may take to answer
      * @return client
      */
-    public static ExecutorClient create(ObjectMapper json, long maxReplyBytes) {
-        return new ExecutorClient(PodHttp.defaultClient(), json, maxReplyBytes, PodHttp.POD_PORT);
+    public static ExecutorClient create(ObjectMapper json, long maxReplyBytes, Duration answerMargin) {
+        return new ExecutorClient(PodHttp.defaultClient(), json, maxReplyBytes, PodHttp.POD_PORT, answerMargin);
     }
 
     /**
@@ -115,7 +117,7 @@ public final class ExecutorClient {
             throw SandboxFailure.badGateway("sandbox execution failed: " + SandboxFailure.describe(e), e);
         }
 
-        Duration deadline = Duration.ofSeconds(timeoutSeconds).plus(DEADLINE_MARGIN);
+        Duration deadline = Duration.ofSeconds(timeoutSeconds).plus(answerMargin);
         if (!reachable) {
             http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
         }

@@ -45,7 +45,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class WarmPoolTest {
 
     static final String NS = "cai-sandbox";
-    static final PoolTimes TIMES = new PoolTimes(Duration.ofSeconds(120), Duration.ofSeconds(180));
+    static final PoolTimes TIMES = PoolTimes.of(io.sandboxd.TestSettings.BUDGET);
 
     KubernetesClient client;
     private final List<PodCache> caches = new ArrayList<>();
@@ -211,8 +211,7 @@ class WarmPoolTest {
         awaitSynced(tools);
         PoolReconciler reconciler = new PoolReconciler(
                 cache, tools, new PodWrites(client, NS), gvisor, new PoolCounters(),
-                PoolReconciler.Limits.of(2, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
-                                         Duration.ofSeconds(120), Duration.ofSeconds(300)),
+                PoolReconciler.Limits.of(2, io.sandboxd.TestSettings.BUDGET),
                 "replica-new", Clock.systemUTC());
         try {
             reconciler.leading(true);
@@ -249,8 +248,7 @@ class WarmPoolTest {
         PoolReconciler reconciler = new PoolReconciler(
                 snippets, tools, new PodWrites(client, NS),
                 new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT), counters,
-                PoolReconciler.Limits.of(3, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
-                                         Duration.ofSeconds(120), Duration.ofSeconds(300)),
+                PoolReconciler.Limits.of(3, io.sandboxd.TestSettings.BUDGET),
                 "replica-a", Clock.systemUTC());
         try {
             awaitSynced(snippets);
@@ -502,8 +500,7 @@ class WarmPoolTest {
                 snippets, tools, new PodWrites(client, NS),
                 new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT),
                 new PoolCounters(),
-                PoolReconciler.Limits.of(target, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
-                                         Duration.ofSeconds(120), Duration.ofSeconds(300)),
+                PoolReconciler.Limits.of(target, io.sandboxd.TestSettings.BUDGET),
                 "replica-a", clock);
     }
 

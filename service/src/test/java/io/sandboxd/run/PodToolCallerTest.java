@@ -76,7 +76,7 @@ class PodToolCallerTest {
                                            io.sandboxd.TestSettings.SNIPPET.image());
         return new PodToolCaller(tools, new PodWrites(client, NS), spec,
                                  new ToolRunnerClient(HttpClient.newHttpClient(), JSON, 1 << 20, runner.port()),
-                                 readyTimeout);
+                                 readyTimeout, io.sandboxd.TestSettings.BUDGET::toolPodDeadline);
     }
 
     private static ToolJob job() {

@@ -41,7 +41,7 @@ class PodClientsTest {
     }
 
     private ExecutorClient executor(long cap) {
-        return new ExecutorClient(http, JSON, cap, pod.port());
+        return new ExecutorClient(http, JSON, cap, pod.port(), java.time.Duration.ofSeconds(10));
     }
 
     @Test
@@ -131,7 +131,7 @@ class PodClientsTest {
         try (ServerSocket socket = new ServerSocket(0)) {
             closedPort = socket.getLocalPort();
         }
-        ExecutorClient client = new ExecutorClient(http, JSON, 1 << 20, closedPort);
+        ExecutorClient client = new ExecutorClient(http, JSON, 1 << 20, closedPort, java.time.Duration.ofSeconds(10));
         SandboxFailure e = assertThrows(SandboxFailure.class, () -> client.run("127.0.0.1", TOKEN, false, "x", 5, List.of()));
         assertEquals(502, e.status());
         assertTrue(e.getMessage().startsWith("sandbox execution failed: "), e.getMessage());

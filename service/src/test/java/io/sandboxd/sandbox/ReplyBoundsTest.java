@@ -22,7 +22,7 @@ class ReplyBoundsTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final long CAP = 8L << 20;
     private final ToolRunnerClient tools = new ToolRunnerClient(HttpClient.newHttpClient(), JSON, CAP, 8080);
-    private final ExecutorClient executor = new ExecutorClient(HttpClient.newHttpClient(), JSON, CAP, 8080);
+    private final ExecutorClient executor = new ExecutorClient(HttpClient.newHttpClient(), JSON, CAP, 8080, java.time.Duration.ofSeconds(10));
 
     @Test
     void aToolResultThatIsALongListOfSmallObjectsCostsAboutItsLength() {
