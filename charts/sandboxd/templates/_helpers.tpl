@@ -103,6 +103,27 @@ the sandboxes' NetworkPolicies, admission policies and quota.
 {{- end }}
 
 {{/*
+terminationGracePeriodSeconds of the sandboxd pod: what a stopping replica needs (the service's
+DeadlineBudget.gracePeriod, same formula): serve lifecycle.shutdownDelaySeconds more, then drain the calls under way
+for up to max(snippet.maxTimeoutSeconds, tool.readyTimeoutSeconds + tool.maxTimeoutSeconds) + 10 s (the executor's
+answer), then 5 s to stop. Unset (null): exactly that. Set: refused when less, which would let the kubelet kill calls
+the replica accepted.
+*/}}
+{{- define "sandboxd.terminationGracePeriodSeconds" -}}
+{{- $longestCall := max (.Values.snippet.maxTimeoutSeconds | int64) (add .Values.tool.readyTimeoutSeconds .Values.tool.maxTimeoutSeconds | int64) }}
+{{- $drain := add $longestCall 10 }}
+{{- $least := add .Values.lifecycle.shutdownDelaySeconds $drain 5 | int64 }}
+{{- $given := $least }}
+{{- if not (kindIs "invalid" .Values.terminationGracePeriodSeconds) }}
+{{- $given = .Values.terminationGracePeriodSeconds | int64 }}
+{{- end }}
+{{- if lt $given $least }}
+{{- fail (printf "terminationGracePeriodSeconds %d is too short: a stopping replica needs lifecycle.shutdownDelaySeconds (%d) + its drain of max(snippet.maxTimeoutSeconds %d, tool.readyTimeoutSeconds %d + tool.maxTimeoutSeconds %d) + 10 s + 5 s to stop = %d s; raise it to at least %d or lower the timeouts" $given (.Values.lifecycle.shutdownDelaySeconds | int64) (.Values.snippet.maxTimeoutSeconds | int64) (.Values.tool.readyTimeoutSeconds | int64) (.Values.tool.maxTimeoutSeconds | int64) $least $least) }}
+{{- end }}
+{{- $given }}
+{{- end }}
+
+{{/*
 Image of the snippet sandbox pods (also used by the probe and the seccomp installer: it has python3).
 */}}
 {{- define "sandboxd.snippetImage" -}}

@@ -1,12 +1,12 @@
 package io.sandboxd;
 
 import java.time.Clock;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.logging.Logger;
 
 import io.sandboxd.api.ApiJson;
+import io.sandboxd.config.DeadlineBudget;
 import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
@@ -53,7 +53,7 @@ final class ClusterSandboxes implements AutoCloseable {
     private final SnippetRunner snippetRunner;
     private final ToolCaller toolCaller;
 
-    ClusterSandboxes(KubernetesClient client, SandboxConfig config, String replicaId) {
+    ClusterSandboxes(KubernetesClient client, SandboxConfig config, DeadlineBudget budget, String replicaId) {
         Clock clock = Clock.systemUTC();
         String namespace = config.namespace();
         SnippetSettings snippet = config.snippet();
@@ -75,27 +75,19 @@ final class ClusterSandboxes implements AutoCloseable {
 
         ExecutorClient executor = ExecutorClient.create(ApiJson.MAPPER,
                                                         ExecutorClient.replyCap(snippet.maxOutputBytes(),
-                                                                                snippet.maxFilesBytes()));
-        Duration warmWait = Duration.ofSeconds(snippet.warmWaitSeconds());
-        Duration longestRun = Duration.ofSeconds(snippet.maxTimeoutSeconds()).plus(ExecutorClient.DEADLINE_MARGIN);
-        PoolReconciler.Limits limits = PoolReconciler.Limits.of(snippet.poolTarget(),
-                                                                Duration.ofSeconds(snippet.maxTimeoutSeconds()),
-                                                                ExecutorClient.DEADLINE_MARGIN,
-                                                                Duration.ofSeconds(tool.readyTimeoutSeconds()),
-                                                                Duration.ofSeconds(tool.maxTimeoutSeconds()),
-                                                                Duration.ofSeconds(snippet.sessionIdleSeconds()),
-                                                                Duration.ofSeconds(snippet.sessionMaxLifetimeSeconds()));
-        pool = new WarmPool(snippetPods, writes, replicaId, clock, snippet.reservePerReplica(),
-                            new PoolTimes(config.lifecycle().reservationHold(), limits.claimedPodDeadline()),
+                                                                                snippet.maxFilesBytes()),
+                                                        DeadlineBudget.ANSWER_MARGIN);
+        pool = new WarmPool(snippetPods, writes, replicaId, clock, snippet.reservePerReplica(), PoolTimes.of(budget),
                             executor::awaitReachable, snippetSpec::isCurrent);
         SessionPods sessions = new SessionPods(snippetPods, writes, snippetSpec, counters, replicaId, clock,
-                                               warmWait, longestRun.plus(warmWait),
+                                               budget.warmWait(), budget.sessionLockWait(),
                                                new SessionPods.Bounds(config.projectLimits().sessions(),
-                                                                      limits.sessionIdleAfter(),
-                                                                      limits.sessionMaxLifetime(),
-                                                                      limits.sessionPodDeadline()));
+                                                                      budget.sessionIdleAfter(),
+                                                                      budget.sessionMaxLifetime(),
+                                                                      budget.sessionPodDeadline()));
         ProjectLimits projectLimits = new ProjectLimits(config.projectLimits());
-        pooledRunner = new PooledSnippetRunner(pool, sessions, executor, counters, snippet.poolTarget(), warmWait);
+        pooledRunner = new PooledSnippetRunner(pool, sessions, executor, counters, snippet.poolTarget(),
+                                               budget.warmWait());
         snippetRunner = projectLimits.snippets(pooledRunner);
 
         toolCaller = projectLimits.tools(new PodToolCaller(toolPods, writes,
@@ -103,9 +95,10 @@ final class ClusterSandboxes implements AutoCloseable {
                                                                            snippet.image(), uids),
                                                            ToolRunnerClient.create(ApiJson.MAPPER,
                                                                                    tool.maxResponseBytes()),
-                                                           Duration.ofSeconds(tool.readyTimeoutSeconds())));
+                                                           budget.toolReady(), budget::toolPodDeadline));
 
-        reconciler = new PoolReconciler(snippetPods, toolPods, writes, snippetSpec, counters, limits, replicaId, clock);
+        reconciler = new PoolReconciler(snippetPods, toolPods, writes, snippetSpec, counters,
+                                        PoolReconciler.Limits.of(snippet.poolTarget(), budget), replicaId, clock);
         reconciler.start();
         pool.start();
         if (snippet.leaderElection()) {

@@ -15,9 +15,9 @@ import io.sandboxd.api.InFlightRequests;
 import io.sandboxd.api.ProjectAuthenticator;
 import io.sandboxd.api.RequestBodies;
 import io.sandboxd.config.ConfigLoader;
+import io.sandboxd.config.DeadlineBudget;
 import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.logging.JsonLogFormatter;
-import io.sandboxd.sandbox.ExecutorClient;
 import io.sandboxd.tokens.KeyDirectory;
 import io.sandboxd.tokens.TokenVerifier;
 
@@ -61,7 +61,8 @@ public final class Main {
         String replicaId = ReplicaId.current();
 
         KubernetesClient client = new KubernetesClientBuilder().withConfig(apiServerClientConfig()).build();
-        ClusterSandboxes cluster = new ClusterSandboxes(client, sandbox, replicaId);
+        DeadlineBudget budget = DeadlineBudget.of(sandbox);
+        ClusterSandboxes cluster = new ClusterSandboxes(client, sandbox, budget, replicaId);
         TokenVerifier verifier = new TokenVerifier(KeyDirectory.watching(sandbox.tokens().keysDir()),
                                                    sandbox.tokens().audience(), sandbox.tokens().issuer(),
                                                    java.time.Clock.systemUTC());
@@ -91,11 +92,8 @@ public final class Main {
                             + sandbox.namespace() + "; max heap " + Runtime.getRuntime().maxMemory()
                             + " bytes, request body budget " + components.bodies().budget());
 
-        Duration drainLimit = Duration.ofSeconds(Math.max(sandbox.snippet().maxTimeoutSeconds(),
-                                                          sandbox.tool().readyTimeoutSeconds()
-                                                                  + sandbox.tool().maxTimeoutSeconds()))
-                .plus(ExecutorClient.DEADLINE_MARGIN);
-        Duration shutdownDelay = sandbox.lifecycle().shutdownDelay();
+        Duration drainLimit = budget.drain();
+        Duration shutdownDelay = budget.shutdownDelay();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             // Not ready from now on, reserved pods back to the pool; keep serving while endpoints and proxies stop
             // sending new connections here, every response ending its connection, then let the calls under way finish.

@@ -5,7 +5,8 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.sandboxd.limits.LimitExceeded;
-import io.sandboxd.sandbox.SandboxFailure;
+import io.sandboxd.failure.FailedRun;
+import io.sandboxd.logging.ExceptionText;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.http.HeaderValues;
@@ -16,8 +17,9 @@ import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 
 /**
- * Every error response is written here: handlers throw, this maps. Bodies are {@code {"error": "<message>"}}; the
- * request id header is already on the response (set by {@link RequestIdFilter}) and is set again for safety.
+ * Every error response is written here: handlers throw, this sends the answer of {@link ErrorTable} (or of the
+ * router's own {@link HttpException}, or a 500). Bodies are {@code {"error": "<message>"}}; the request id header is
+ * already on the response (set by {@link RequestIdFilter}) and is set again for safety.
  */
 public final class ErrorMapping {
 
@@ -32,20 +34,14 @@ public final class ErrorMapping {
      * @param routing routing builder
      */
     public static void register(HttpRouting.Builder routing) {
-        routing.error(ApiException.class, (req, res, e) -> {
-            e.headers().forEach(res::header);
-            send(req, res, e.status(), e.getMessage());
-        });
-        routing.error(LimitExceeded.class, (req, res, e) -> {
-            // D9: the project is at one of its limits; the message names it, Retry-After says when to come back.
-            res.header("Retry-After", Long.toString(e.retryAfterSeconds()));
-            send(req, res, 429, e.getMessage());
-        });
-        routing.error(SandboxFailure.class, (req, res, e) -> {
-            withRequestId(req, () -> LOGGER.log(Level.WARNING, e.status() + " " + e.getMessage()
+        routing.error(ApiException.class, ErrorMapping::answer);
+        routing.error(LimitExceeded.class, ErrorMapping::answer);
+        routing.error(FailedRun.class, (req, res, e) -> {
+            ErrorTable.Answer answer = ErrorTable.answer(e);
+            withRequestId(req, () -> LOGGER.log(Level.WARNING, answer.status() + " " + answer.message()
                     + (e.sandboxId() == null ? "" : " (pod " + e.sandboxId() + ")")
-                    + (e.getCause() == null ? "" : "; cause: " + SandboxFailure.describe(e.getCause()))));
-            send(req, res, e.status(), e.getMessage());
+                    + (e.getCause() == null ? "" : "; cause: " + ExceptionText.describe(e.getCause()))));
+            send(req, res, answer);
         });
         routing.error(HttpException.class, (req, res, e) -> {
             int status = e.status().code();
@@ -56,6 +52,16 @@ public final class ErrorMapping {
             withRequestId(req, () -> LOGGER.log(Level.SEVERE, "unexpected error", e));
             send(req, res, 500, "internal error (request id " + RequestId.of(req) + ")");
         });
+    }
+
+    /** Sends the table's answer: its headers, status and message. */
+    private static void answer(ServerRequest req, ServerResponse res, RuntimeException e) {
+        send(req, res, ErrorTable.answer(e));
+    }
+
+    private static void send(ServerRequest req, ServerResponse res, ErrorTable.Answer answer) {
+        answer.headers().forEach(res::header);
+        send(req, res, answer.status(), answer.message());
     }
 
     private static void send(ServerRequest req, ServerResponse res, int status, String message) {

@@ -7,8 +7,6 @@ import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
-import io.sandboxd.limits.LimitExceeded;
-import io.sandboxd.sandbox.SandboxFailure;
 import io.sandboxd.tokens.ProjectIdentity;
 
 /**
@@ -30,7 +28,7 @@ final class RouteCall implements AutoCloseable {
     private String sandboxId;
     private Integer exitCode;
     private int status = 500;
-    private String outcome = "internal_error";
+    private String outcome = ErrorTable.INTERNAL_ERROR;
     private String error;
     private final Map<String, Long> timings = new LinkedHashMap<>();
 
@@ -71,29 +69,13 @@ final class RouteCall implements AutoCloseable {
      * Records the failure and hands it back for rethrowing.
      */
     RuntimeException failed(RuntimeException e) {
-        if (e instanceof ApiException api) {
-            status = api.status();
-            outcome = switch (status) {
-            case 401 -> "unauthorized";
-            case 403 -> "forbidden";
-            case 413 -> "too_large";
-            case 503 -> "busy";
-            default -> "bad_request";
-            };
-            error = api.getMessage();
-        } else if (e instanceof LimitExceeded limited) {
-            status = 429;
-            outcome = "limited";
-            error = limited.getMessage();
-        } else if (e instanceof SandboxFailure failure) {
-            status = failure.status();
-            sandboxId = failure.sandboxId();
-            outcome = status == 503 ? "unavailable" : "bad_gateway";
-            error = failure.getMessage();
-        } else {
-            status = 500;
-            outcome = "internal_error";
+        ErrorTable.Answer answer = ErrorTable.answer(e);
+        status = answer.status();
+        outcome = answer.outcome();
+        if (answer.sandboxId() != null) {
+            sandboxId = answer.sandboxId();
         }
+        error = answer.message();
         return e;
     }
 

@@ -1,5 +1,6 @@
 package io.sandboxd.pods;
 
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -22,8 +23,6 @@ public final class ToolPodSpec {
     public static final String CONTAINER = "toolrunner";
     /** {@code generateName} of tool pods. */
     public static final String GENERATE_NAME = "tool-";
-    /** Seconds added to ready timeout plus call timeout for the kubelet-enforced {@code activeDeadlineSeconds}. */
-    static final long DEADLINE_MARGIN_SECONDS = 60;
 
     /** A name cluster DNS must resolve before the tool runs (the tool policy allows DNS). */
     static final String DNS_CANARY = "kubernetes.default.svc";
@@ -69,10 +68,10 @@ public final class ToolPodSpec {
      * @param project        project from the token
      * @param agent          agent from the token
      * @param requestId      request that creates the pod
-     * @param timeoutSeconds the call's timeout
+     * @param activeDeadline the pod's {@code activeDeadlineSeconds} ({@code DeadlineBudget.toolPodDeadline})
      * @return the desired pod
      */
-    public Pod pod(String image, String project, String agent, String requestId, int timeoutSeconds) {
+    public Pod pod(String image, String project, String agent, String requestId, Duration activeDeadline) {
         long uid = uids.next();
         Map<String, String> labels = new LinkedHashMap<>();
         labels.put(SandboxLabels.MANAGED_BY, SandboxLabels.MANAGER);
@@ -98,8 +97,7 @@ public final class ToolPodSpec {
                 .endMetadata()
                 .withNewSpec()
                     // A backstop if sandboxd dies mid-call: the kubelet stops the pod on its own.
-                    .withActiveDeadlineSeconds(tool.readyTimeoutSeconds() + (long) timeoutSeconds
-                                                       + DEADLINE_MARGIN_SECONDS)
+                    .withActiveDeadlineSeconds(activeDeadline.toSeconds())
                     .withDnsPolicy("ClusterFirst")
                     .withInitContainers(PodHardening.isolationGate(platformImage, security,
                             PodHardening.resources(tool.limits(), tool.requests()), DNS_CANARY, uid))

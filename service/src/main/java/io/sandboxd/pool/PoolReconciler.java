@@ -12,6 +12,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
 
+import io.sandboxd.config.DeadlineBudget;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
 
@@ -38,76 +39,35 @@ public final class PoolReconciler implements AutoCloseable {
     private static final Logger LOGGER = Logger.getLogger(PoolReconciler.class.getName());
     private static final Duration PERIOD = Duration.ofSeconds(5);
     private static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
-    private static final Duration ORPHAN_MARGIN = Duration.ofSeconds(60);
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
-    private static final Duration RESERVATION_SKEW = Duration.ofSeconds(30);
     /** The {@code claimed-by} suffix of a warm pod the leader takes to trim the pool (not a run). */
     static final String TRIM_CLAIM = "/pool-trim";
 
-    /** Time limits the reconciler applies. */
+    /**
+     * What the reconciler keeps: the target, and the ages of the {@link DeadlineBudget} past which it deletes a pod.
+     *
+     * @param target                pool target
+     * @param orphanedClaimAfter    age of a claim past which it is orphaned (its replica died mid-run)
+     * @param orphanedToolPodAfter  age of a tool pod past which it is orphaned
+     * @param sessionIdleAfter      idle time after which a session pod is destroyed
+     * @param sessionMaxLifetime    age after which a session pod takes no run and is destroyed
+     * @param reservationLapseGrace how long past its {@code reserved-until} a reservation is deleted
+     */
     public record Limits(int target,
                          Duration orphanedClaimAfter,
                          Duration orphanedToolPodAfter,
                          Duration sessionIdleAfter,
-                         Duration sessionMaxLifetime) {
+                         Duration sessionMaxLifetime,
+                         Duration reservationLapseGrace) {
 
         /**
-         * @return how long a claimed pool pod may run: past an orphaned claim's clean-up, so that the leader deletes
-         *     an orphan first and the kubelet's deadline only ends one when no replica is left to
+         * @param target pool target
+         * @param budget the deadline budget
+         * @return the target and the budget's clean-up ages
          */
-        public Duration claimedPodDeadline() {
-            return orphanedClaimAfter.plus(ORPHAN_MARGIN);
-        }
-
-        /**
-         * @return how long a session pod may live from its start: its lifetime, a run begun just before its end, and
-         *     the clean-up's margin (the pod's {@code activeDeadlineSeconds})
-         */
-        public Duration sessionPodDeadline() {
-            return sessionMaxLifetime.plus(orphanedClaimAfter).plus(ORPHAN_MARGIN);
-        }
-
-        /** A session's longest life when none is given (the chart's default). */
-        public static final Duration DEFAULT_SESSION_LIFETIME = Duration.ofHours(1);
-
-        /**
-         * Limits derived from the configured timeouts, with sessions living at most
-         * {@link #DEFAULT_SESSION_LIFETIME}.
-         *
-         * @param target             pool target
-         * @param maxSnippetTimeout  longest snippet run
-         * @param runMargin          extra time the HTTP call to the executor may take
-         * @param toolReadyTimeout   longest wait for a tool pod
-         * @param maxToolTimeout     longest tool call
-         * @param sessionIdle        configured session idle time
-         * @return limits
-         */
-        public static Limits of(int target, Duration maxSnippetTimeout, Duration runMargin, Duration toolReadyTimeout,
-                                Duration maxToolTimeout, Duration sessionIdle) {
-            return of(target, maxSnippetTimeout, runMargin, toolReadyTimeout, maxToolTimeout, sessionIdle,
-                      DEFAULT_SESSION_LIFETIME);
-        }
-
-        /**
-         * Limits derived from the configured timeouts.
-         *
-         * @param target             pool target
-         * @param maxSnippetTimeout  longest snippet run
-         * @param runMargin          extra time the HTTP call to the executor may take
-         * @param toolReadyTimeout   longest wait for a tool pod
-         * @param maxToolTimeout     longest tool call
-         * @param sessionIdle        configured session idle time
-         * @param sessionLifetime    configured longest life of a session
-         * @return limits
-         */
-        public static Limits of(int target, Duration maxSnippetTimeout, Duration runMargin, Duration toolReadyTimeout,
-                                Duration maxToolTimeout, Duration sessionIdle, Duration sessionLifetime) {
-            Duration longestRun = maxSnippetTimeout.plus(runMargin);
-            // A session pod is touched when a run starts, so it must not look idle while a run is still going.
-            Duration idle = sessionIdle.compareTo(longestRun.plusSeconds(30)) > 0 ? sessionIdle
-                    : longestRun.plusSeconds(30);
-            return new Limits(target, longestRun.plus(ORPHAN_MARGIN),
-                              toolReadyTimeout.plus(maxToolTimeout).plus(ORPHAN_MARGIN), idle, sessionLifetime);
+        public static Limits of(int target, DeadlineBudget budget) {
+            return new Limits(target, budget.orphanedClaimAfter(), budget.orphanedToolPodAfter(),
+                              budget.sessionIdleAfter(), budget.sessionMaxLifetime(), budget.reservationLapseGrace());
         }
     }
 
@@ -250,8 +210,8 @@ public final class PoolReconciler implements AutoCloseable {
     }
 
     /** A reservation past its end (with room for clock skew between replicas): its holder is gone. */
-    private static boolean lapsed(Pod pod, Instant now) {
-        return PodStates.reservedUntil(pod).plus(RESERVATION_SKEW).isBefore(now);
+    private boolean lapsed(Pod pod, Instant now) {
+        return PodStates.reservedUntil(pod).plus(limits.reservationLapseGrace()).isBefore(now);
     }
 
     /**

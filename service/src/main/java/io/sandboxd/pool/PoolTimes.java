@@ -2,30 +2,31 @@ package io.sandboxd.pool;
 
 import java.time.Duration;
 
+import io.sandboxd.config.DeadlineBudget;
+
 /**
- * How long what the pool hands out may live without its holder.
+ * How long what the pool hands out may live without its holder: values of the {@link DeadlineBudget}.
  *
  * @param reservationHold    how long a reservation holds without renewal: a dead replica's reserved pods lapse after
  *                           it and the leader deletes them
+ * @param renewWithin        a queued reservation with less than this left is renewed
+ * @param handOutMargin      a reservation with less than this left is not handed out, so its hand-over is on record
+ *                           well before it lapses
+ * @param renewPeriod        how often reservations are renewed and topped up
  * @param claimedPodDeadline how long a pod may run once claimed: the claim sets the pod's
  *                           {@code activeDeadlineSeconds} this far past the claim, so the kubelet ends it even when no
  *                           replica is left to (the leader deletes orphaned claims before then)
  */
-public record PoolTimes(Duration reservationHold, Duration claimedPodDeadline) {
+public record PoolTimes(Duration reservationHold, Duration renewWithin, Duration handOutMargin, Duration renewPeriod,
+                        Duration claimedPodDeadline) {
 
-    /** A queued reservation with less than this part of its hold left is renewed. */
-    Duration renewWithin() {
-        return reservationHold.dividedBy(2);
-    }
-
-    /** A reservation with less than this left is not handed out, so its hand-over is on record well before it lapses. */
-    Duration handOutMargin() {
-        return reservationHold.dividedBy(4);
-    }
-
-    /** How often reservations are renewed and topped up. */
-    Duration renewPeriod() {
-        Duration quarter = reservationHold.dividedBy(4);
-        return quarter.compareTo(Duration.ofSeconds(10)) < 0 ? quarter : Duration.ofSeconds(10);
+    /**
+     * @param budget the deadline budget
+     * @return its reservation times and claimed-pod deadline
+     */
+    public static PoolTimes of(DeadlineBudget budget) {
+        return new PoolTimes(budget.reservationHold(), budget.reservationRenewWithin(),
+                             budget.reservationHandOutMargin(), budget.reservationRenewPeriod(),
+                             budget.claimedPodDeadline());
     }
 }

@@ -19,7 +19,8 @@ import java.util.logging.Logger;
 import io.sandboxd.limits.ProjectLimit;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
-import io.sandboxd.sandbox.SandboxFailure;
+import io.sandboxd.failure.FailedRun;
+import io.sandboxd.failure.Failure;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -136,7 +137,7 @@ public final class SessionPods {
         SessionLock lock = locks.compute(hash, (k, v) -> v == null ? new SessionLock() : v.retain());
         try {
             if (!lock.lock.tryLock(lockWait.toMillis(), TimeUnit.MILLISECONDS)) {
-                throw SandboxFailure.unavailable("another run of this session is still under way, try again shortly");
+                throw new FailedRun(new Failure.SessionBusy());
             }
             try {
                 ClaimedPod pod = acquire(hash, project, agent, requestId);
@@ -150,7 +151,7 @@ public final class SessionPods {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw SandboxFailure.unavailable(WarmPool.NO_WARM_POD);
+            throw new FailedRun(new Failure.NoWarmPod());
         } finally {
             locks.computeIfPresent(hash, (k, v) -> v.release() ? null : v);
         }
@@ -201,7 +202,7 @@ public final class SessionPods {
                 return ClaimedPod.of(ready.get(), ip, false);
             }
         }
-        throw SandboxFailure.unavailable(WarmPool.NO_WARM_POD);
+        throw new FailedRun(new Failure.NoWarmPod());
     }
 
     private boolean usable(Pod pod, String hash) {
@@ -279,7 +280,7 @@ public final class SessionPods {
         } catch (KubernetesClientException e) {
             if (e.getCode() != 409) {
                 creationFailed(name);
-                throw SandboxFailure.unavailable(WarmPool.NO_WARM_POD);
+                throw new FailedRun(new Failure.NoWarmPod());
             }
             // Another replica created it first: use that one.
         }

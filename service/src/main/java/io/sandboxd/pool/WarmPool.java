@@ -10,7 +10,8 @@ import java.util.concurrent.Executors;
 import java.util.function.Predicate;
 import java.util.logging.Logger;
 
-import io.sandboxd.sandbox.SandboxFailure;
+import io.sandboxd.failure.FailedRun;
+import io.sandboxd.failure.Failure;
 
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -27,9 +28,6 @@ import io.fabric8.kubernetes.api.model.Pod;
  * project's burst of waiting requests does not make another project's requests wait behind it.
  */
 public final class WarmPool implements AutoCloseable {
-
-    /** Error text when no pod could be had in time (503). */
-    public static final String NO_WARM_POD = "no warm sandbox pod available, try again shortly";
 
     private static final Logger LOGGER = Logger.getLogger(WarmPool.class.getName());
     /** How long a used pod's deletion is retried before it is left to the leader's clean-up of orphans. */
@@ -87,7 +85,7 @@ public final class WarmPool implements AutoCloseable {
      * @param project   project of the caller (annotation, for audits)
      * @param wait      longest wait
      * @return the pod
-     * @throws SandboxFailure 503 when no pod could be had in time
+     * @throws FailedRun {@link Failure.NoWarmPod} when no pod could be had in time
      */
     public ClaimedPod claim(String requestId, String project, Duration wait) {
         long[] lastAsk = {System.nanoTime() - ASK_EVERY.toNanos()};
@@ -107,10 +105,10 @@ public final class WarmPool implements AutoCloseable {
                 }
                 return pod;
             }, wait);
-            return claimed.orElseThrow(() -> SandboxFailure.unavailable(NO_WARM_POD));
+            return claimed.orElseThrow(() -> new FailedRun(new Failure.NoWarmPod()));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw SandboxFailure.unavailable(NO_WARM_POD);
+            throw new FailedRun(new Failure.NoWarmPod());
         } finally {
             if (turns.leave(turn, claimed.isPresent())) {
                 cache.wake(); // the next request's turn

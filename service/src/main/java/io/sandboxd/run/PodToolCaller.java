@@ -2,6 +2,7 @@ package io.sandboxd.run;
 
 import java.time.Duration;
 import java.util.Optional;
+import java.util.function.IntFunction;
 import java.util.logging.Logger;
 
 import io.sandboxd.pods.PodToken;
@@ -9,7 +10,9 @@ import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.pool.PodCache;
 import io.sandboxd.pool.PodStates;
 import io.sandboxd.pool.PodWrites;
-import io.sandboxd.sandbox.SandboxFailure;
+import io.sandboxd.failure.FailedRun;
+import io.sandboxd.failure.Failure;
+import io.sandboxd.sandbox.PodCallFailed;
 import io.sandboxd.sandbox.ToolRunnerClient;
 import io.sandboxd.sandbox.ToolRunnerReply;
 
@@ -29,6 +32,7 @@ public final class PodToolCaller implements ToolCaller {
     private final ToolPodSpec spec;
     private final ToolRunnerClient runner;
     private final Duration readyTimeout;
+    private final IntFunction<Duration> podDeadline;
 
     /**
      * @param tools        tool pod informer
@@ -36,14 +40,16 @@ public final class PodToolCaller implements ToolCaller {
      * @param spec         the tool pod spec
      * @param runner       tool runner client
      * @param readyTimeout longest wait for the pod to be ready (110 s)
+     * @param podDeadline  the pod's {@code activeDeadlineSeconds} for a call's timeout in seconds
      */
     public PodToolCaller(PodCache tools, PodWrites writes, ToolPodSpec spec, ToolRunnerClient runner,
-                         Duration readyTimeout) {
+                         Duration readyTimeout, IntFunction<Duration> podDeadline) {
         this.tools = tools;
         this.writes = writes;
         this.spec = spec;
         this.runner = runner;
         this.readyTimeout = readyTimeout;
+        this.podDeadline = podDeadline;
     }
 
     @Override
@@ -51,9 +57,9 @@ public final class PodToolCaller implements ToolCaller {
         Pod created;
         try {
             created = writes.create(spec.pod(job.image(), job.caller().project(), job.caller().agent(),
-                                             job.requestId(), job.timeoutSeconds()));
+                                             job.requestId(), podDeadline.apply(job.timeoutSeconds())));
         } catch (KubernetesClientException e) {
-            throw SandboxFailure.unavailable("could not start a sandbox for this tool call: " + PodWrites.describe(e));
+            throw new FailedRun(new Failure.ToolPodNotCreated(PodWrites.describe(e)));
         }
         String name = created.getMetadata().getName();
         try {
@@ -62,7 +68,9 @@ public final class PodToolCaller implements ToolCaller {
             ToolRunnerReply reply = runner.call(ready.getStatus().getPodIP(), PodToken.of(ready).orElse(null),
                                                 job.module(), job.function(), job.args(), job.timeoutSeconds());
             return new ToolOutcome(name, reply.result(), reply.error());
-        } catch (SandboxFailure e) {
+        } catch (PodCallFailed e) {
+            throw PodFailures.ofCall(e, job.timeoutSeconds(), name);
+        } catch (FailedRun e) {
             throw e.in(name);
         } finally {
             if (!writes.delete(name)) {
@@ -81,14 +89,11 @@ public final class PodToolCaller implements ToolCaller {
                 }
                 Pod p = pod.get();
                 if (PodStates.isTerminal(p)) {
-                    throw SandboxFailure.unavailable("the tool sandbox did not start: the tool sandbox exited before it "
-                            + "was ready (phase " + PodStates.phase(p) + "); the agent image must contain "
-                            + "crusoe_adk.toolrunner");
+                    throw new FailedRun(new Failure.ToolPodExited(PodStates.phase(p)));
                 }
                 Optional<String> hopeless = PodStates.hopelessWaitingReason(p);
                 if (hopeless.isPresent()) {
-                    throw SandboxFailure.unavailable("the tool sandbox did not start: the image \"" + image
-                            + "\" cannot be started (" + hopeless.get() + ")");
+                    throw new FailedRun(new Failure.ToolImageUnstartable(image, hopeless.get()));
                 }
                 return PodStates.isReady(p) && p.getStatus().getPodIP() != null ? pod : Optional.empty();
             }, readyTimeout);
@@ -96,7 +101,6 @@ public final class PodToolCaller implements ToolCaller {
             Thread.currentThread().interrupt();
             ready = Optional.empty();
         }
-        return ready.orElseThrow(
-                () -> SandboxFailure.unavailable("timed out waiting for the tool sandbox to become ready"));
+        return ready.orElseThrow(() -> new FailedRun(new Failure.ToolPodNotReady()));
     }
 }

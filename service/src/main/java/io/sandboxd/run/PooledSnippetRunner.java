@@ -8,7 +8,7 @@ import io.sandboxd.pool.SessionPods;
 import io.sandboxd.pool.WarmPool;
 import io.sandboxd.sandbox.ExecutorClient;
 import io.sandboxd.sandbox.ExecutorReply;
-import io.sandboxd.sandbox.SandboxFailure;
+import io.sandboxd.sandbox.PodCallFailed;
 
 /**
  * Snippet runs on the cluster: a single-use pod from the warm pool, destroyed after the run; or, with a session id,
@@ -56,6 +56,8 @@ public final class PooledSnippetRunner implements SnippetRunner, PoolStatusSourc
                 long callStart = System.nanoTime();
                 ExecutorReply reply = execute(pod, job);
                 return new SnippetOutcome(pod.name(), reply, waitMillis, (System.nanoTime() - callStart) / 1_000_000);
+            } catch (PodCallFailed e) {
+                throw PodFailures.ofRun(e, pod.name());
             } finally {
                 pool.release(pod.name());
             }
@@ -67,21 +69,17 @@ public final class PooledSnippetRunner implements SnippetRunner, PoolStatusSourc
     private SnippetOutcome runOnSessionPod(ClaimedPod pod, SnippetJob job) {
         try {
             return new SnippetOutcome(pod.name(), execute(pod, job));
-        } catch (SandboxFailure e) {
-            if (e.getMessage().startsWith(ExecutorClient.TRANSPORT_FAILURE)) {
+        } catch (PodCallFailed e) {
+            if (e.kind().noAnswer()) {
                 // The interpreter is gone or hung: start the session afresh next time.
                 sessions.discard(pod.name());
             }
-            throw e;
+            throw PodFailures.ofRun(e, pod.name());
         }
     }
 
-    private ExecutorReply execute(ClaimedPod pod, SnippetJob job) {
-        try {
-            return executor.run(pod.ip(), pod.token(), pod.reachable(), job.code(), job.timeoutSeconds(), job.files());
-        } catch (SandboxFailure e) {
-            throw e.in(pod.name());
-        }
+    private ExecutorReply execute(ClaimedPod pod, SnippetJob job) throws PodCallFailed {
+        return executor.run(pod.ip(), pod.token(), pod.reachable(), job.code(), job.timeoutSeconds(), job.files());
     }
 
     @Override

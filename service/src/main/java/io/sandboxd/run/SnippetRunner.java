@@ -10,7 +10,7 @@ public interface SnippetRunner {
      *
      * @param job validated job
      * @return the outcome
-     * @throws io.sandboxd.sandbox.SandboxFailure with the contract's 502/503 message
+     * @throws io.sandboxd.failure.FailedRun when it failed on sandboxd's side (no pod, or a pod that failed)
      */
     SnippetOutcome run(SnippetJob job);
 }

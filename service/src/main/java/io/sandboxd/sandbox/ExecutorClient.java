@@ -8,6 +8,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.sandboxd.json.JsonLimits;
+import io.sandboxd.logging.ExceptionText;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -17,14 +18,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
  * Client of the snippet executor in a sandbox pod ({@code POST http://<podIP>:8080/run}). Turns every outcome into
- * either an {@link ExecutorReply} or a {@link SandboxFailure} carrying the contract's 502 message.
+ * either an {@link ExecutorReply} or a {@link PodCallFailed} of a kind.
  */
 public final class ExecutorClient {
 
-    /** Extra seconds on top of the snippet timeout: the executor itself enforces the timeout and then answers. */
-    public static final Duration DEADLINE_MARGIN = Duration.ofSeconds(10);
-    /** Prefix of the 502 message when the pod could not be reached or did not answer. */
-    public static final String TRANSPORT_FAILURE = "sandbox execution failed: ";
 
     private static final Logger LOGGER = Logger.getLogger(ExecutorClient.class.getName());
 
@@ -39,19 +36,22 @@ public final class ExecutorClient {
     private final ObjectMapper replies;
     private final long maxReplyBytes;
     private final int port;
+    private final Duration answerMargin;
 
     /**
      * @param client        HTTP client (shared)
      * @param json          object mapper
      * @param maxReplyBytes hard cap on the executor's reply
      * @param port          executor port (8080)
+     * @param answerMargin  how much longer than the snippet's timeout the executor may take to answer
      */
-    public ExecutorClient(HttpClient client, ObjectMapper json, long maxReplyBytes, int port) {
+    public ExecutorClient(HttpClient client, ObjectMapper json, long maxReplyBytes, int port, Duration answerMargin) {
         this.http = new PodHttp(client);
         this.json = json;
         this.replies = new JsonLimits(maxReplyBytes, MAX_REPLY_TOKENS, 16).treeMapper();
         this.maxReplyBytes = maxReplyBytes;
         this.port = port;
+        this.answerMargin = answerMargin;
     }
 
     /**
@@ -59,10 +59,11 @@ public final class ExecutorClient {
      *
      * @param json          object mapper
      * @param maxReplyBytes hard cap on the executor's reply
+     * @param answerMargin  how much longer than the snippet's timeout the executor may take to answer
      * @return client
      */
-    public static ExecutorClient create(ObjectMapper json, long maxReplyBytes) {
-        return new ExecutorClient(PodHttp.defaultClient(), json, maxReplyBytes, PodHttp.POD_PORT);
+    public static ExecutorClient create(ObjectMapper json, long maxReplyBytes, Duration answerMargin) {
+        return new ExecutorClient(PodHttp.defaultClient(), json, maxReplyBytes, PodHttp.POD_PORT, answerMargin);
     }
 
     /**
@@ -97,10 +98,10 @@ public final class ExecutorClient {
      * @param timeoutSeconds snippet timeout
      * @param files          input files
      * @return the executor's reply
-     * @throws SandboxFailure with a contract 502 message
+     * @throws PodCallFailed when it brought no usable reply
      */
     public ExecutorReply run(String podIp, String token, boolean reachable, String code, int timeoutSeconds,
-                             List<SandboxFile> files) {
+                             List<SandboxFile> files) throws PodCallFailed {
         ObjectNode body = json.createObjectNode();
         body.put("code", code);
         body.put("timeout_s", timeoutSeconds);
@@ -112,36 +113,34 @@ public final class ExecutorClient {
         try {
             payload = json.writeValueAsBytes(body);
         } catch (JsonProcessingException e) {
-            throw SandboxFailure.badGateway("sandbox execution failed: " + SandboxFailure.describe(e), e);
+            throw PodCallFailed.unreachable(ExceptionText.describe(e), e);
         }
 
-        Duration deadline = Duration.ofSeconds(timeoutSeconds).plus(DEADLINE_MARGIN);
+        Duration deadline = Duration.ofSeconds(timeoutSeconds).plus(answerMargin);
         if (!reachable) {
             http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
         }
         PodHttp.Reply reply;
         try {
             reply = http.post(PodHttp.uri(podIp, port, "/run"), token, payload, deadline, maxReplyBytes);
-        } catch (PodHttp.NoReply e) {
-            if (e.tooLarge()) {
+        } catch (PodCallFailed e) {
+            if (e.kind() == PodCallFailed.Kind.TOO_LARGE) {
                 LOGGER.log(Level.WARNING, "executor reply over the cap of " + maxReplyBytes + " bytes");
-                throw SandboxFailure.badGateway("invalid response from sandbox pod", e);
             }
-            throw SandboxFailure.badGateway(TRANSPORT_FAILURE + e.getMessage(), e);
+            throw e;
         }
         return interpret(reply);
     }
 
-    ExecutorReply interpret(PodHttp.Reply reply) {
+    ExecutorReply interpret(PodHttp.Reply reply) throws PodCallFailed {
         if (reply.status() < 200 || reply.status() > 299) {
-            throw SandboxFailure.badGateway("sandbox pod returned HTTP " + reply.status() + ": "
-                                                    + PodHttp.errorDetail(json, reply.body()));
+            throw PodCallFailed.rejected(reply.status(), PodHttp.errorDetail(json, reply.body()));
         }
         try {
             return ExecutorReply.from(parse(reply.body()));
         } catch (IOException | IllegalArgumentException e) {
-            LOGGER.log(Level.WARNING, "executor reply not usable: " + SandboxFailure.describe(e));
-            throw SandboxFailure.badGateway("invalid response from sandbox pod", e);
+            LOGGER.log(Level.WARNING, "executor reply not usable: " + ExceptionText.describe(e));
+            throw PodCallFailed.badReply(ExceptionText.describe(e), e);
         }
     }
 

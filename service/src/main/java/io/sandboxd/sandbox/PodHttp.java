@@ -12,10 +12,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 import io.sandboxd.logging.CallerText;
+import io.sandboxd.logging.ExceptionText;
 
 /**
  * One JSON POST to the HTTP server inside a sandbox pod ({@code http://<podIP>:8080}), with an overall deadline and a
- * cap on the reply. Outcomes are explicit: a reply (any status), a transport failure, a timeout, or an over-long reply.
+ * cap on the reply. Outcomes are explicit: a reply (any status), or a {@link PodCallFailed} of kind unreachable (a
+ * transport failure), timed out, or too large.
  */
 final class PodHttp {
 
@@ -28,27 +30,6 @@ final class PodHttp {
 
     /** What came back from the pod. */
     record Reply(int status, byte[] body) {
-    }
-
-    /** Why no reply came back. */
-    static final class NoReply extends Exception {
-        private static final long serialVersionUID = 1L;
-        private final boolean timedOut;
-        private final boolean tooLarge;
-
-        NoReply(String message, Throwable cause, boolean timedOut, boolean tooLarge) {
-            super(message, cause);
-            this.timedOut = timedOut;
-            this.tooLarge = tooLarge;
-        }
-
-        boolean timedOut() {
-            return timedOut;
-        }
-
-        boolean tooLarge() {
-            return tooLarge;
-        }
     }
 
     static final int MAX_DETAIL_CHARS = 512;
@@ -116,7 +97,7 @@ final class PodHttp {
      *
      * @param token the pod's secret ({@code io.sandboxd.pods.PodToken}); {@code null} sends no credential
      */
-    Reply post(URI uri, String token, byte[] json, Duration deadline, long maxReplyBytes) throws NoReply {
+    Reply post(URI uri, String token, byte[] json, Duration deadline, long maxReplyBytes) throws PodCallFailed {
         HttpRequest.Builder builder = HttpRequest.newBuilder(uri)
                 .timeout(deadline)
                 .header("Content-Type", "application/json")
@@ -132,23 +113,20 @@ final class PodHttp {
             return new Reply(response.statusCode(), response.body());
         } catch (TimeoutException e) {
             future.cancel(true);
-            throw new NoReply("no reply within " + deadline.toSeconds() + "s", e, true, false);
+            throw PodCallFailed.timedOut("no reply within " + deadline.toSeconds() + "s", e);
         } catch (InterruptedException e) {
             future.cancel(true);
             Thread.currentThread().interrupt();
-            throw new NoReply("interrupted", e, false, false);
+            throw PodCallFailed.unreachable("interrupted", e);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
             if (hasCause(cause, CappedBody.TooLarge.class)) {
-                throw new NoReply(SandboxFailure.describe(cause), cause, false, true);
+                throw PodCallFailed.tooLarge(ExceptionText.describe(cause), cause);
             }
             if (hasCause(cause, java.net.http.HttpTimeoutException.class)) {
-                throw new NoReply("no reply within " + deadline.toSeconds() + "s", cause, true, false);
+                throw PodCallFailed.timedOut("no reply within " + deadline.toSeconds() + "s", cause);
             }
-            if (cause instanceof IOException || cause instanceof RuntimeException) {
-                throw new NoReply(SandboxFailure.describe(cause), cause, false, false);
-            }
-            throw new NoReply(SandboxFailure.describe(cause), cause, false, false);
+            throw PodCallFailed.unreachable(ExceptionText.describe(cause), cause);
         }
     }
 

@@ -7,6 +7,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.sandboxd.json.JsonLimits;
+import io.sandboxd.logging.ExceptionText;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
@@ -66,10 +67,11 @@ public final class ToolRunnerClient {
      * @param args           keyword arguments (a JSON object; compact text is written as it is)
      * @param timeoutSeconds the call's timeout
      * @return the runner's reply
-     * @throws SandboxFailure with a contract 502 message
+     * @throws PodCallFailed when it brought no usable reply ({@link PodCallFailed.Kind#TIMED_OUT}: none within the
+     *                       call's timeout)
      */
     public ToolRunnerReply call(String podIp, String token, String module, String function, JsonNode args,
-                                int timeoutSeconds) {
+                                int timeoutSeconds) throws PodCallFailed {
         ObjectNode body = json.createObjectNode();
         body.put("module", module);
         body.put("function", function);
@@ -78,37 +80,31 @@ public final class ToolRunnerClient {
         try {
             payload = json.writeValueAsBytes(body);
         } catch (JsonProcessingException e) {
-            throw SandboxFailure.badGateway("tool execution failed: " + SandboxFailure.describe(e), e);
+            throw PodCallFailed.unreachable(ExceptionText.describe(e), e);
         }
         http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
         PodHttp.Reply reply;
         try {
             reply = http.post(PodHttp.uri(podIp, port, "/call"), token, payload, Duration.ofSeconds(timeoutSeconds),
                               maxReplyBytes);
-        } catch (PodHttp.NoReply e) {
-            if (e.tooLarge()) {
+        } catch (PodCallFailed e) {
+            if (e.kind() == PodCallFailed.Kind.TOO_LARGE) {
                 LOGGER.log(Level.WARNING, "tool runner reply over the cap of " + maxReplyBytes + " bytes");
-                throw SandboxFailure.badGateway("invalid response from the tool sandbox", e);
             }
-            if (e.timedOut()) {
-                throw SandboxFailure.badGateway("tool execution failed: the tool did not finish within "
-                                                        + timeoutSeconds + "s", e);
-            }
-            throw SandboxFailure.badGateway("tool execution failed: " + e.getMessage(), e);
+            throw e;
         }
         return interpret(reply);
     }
 
-    ToolRunnerReply interpret(PodHttp.Reply reply) {
+    ToolRunnerReply interpret(PodHttp.Reply reply) throws PodCallFailed {
         if (reply.status() < 200 || reply.status() > 299) {
-            throw SandboxFailure.badGateway("tool execution failed: the tool runner returned HTTP " + reply.status()
-                                                    + ": " + PodHttp.errorDetail(json, reply.body()));
+            throw PodCallFailed.rejected(reply.status(), PodHttp.errorDetail(json, reply.body()));
         }
         try (JsonParser parser = replies.createParser(reply.body())) {
             return ToolRunnerReply.read(parser);
         } catch (IOException | IllegalArgumentException e) {
-            LOGGER.log(Level.WARNING, "tool runner reply not usable: " + SandboxFailure.describe(e));
-            throw SandboxFailure.badGateway("invalid response from the tool sandbox", e);
+            LOGGER.log(Level.WARNING, "tool runner reply not usable: " + ExceptionText.describe(e));
+            throw PodCallFailed.badReply(ExceptionText.describe(e), e);
         }
     }
 }

@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.security.KeyPair;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -21,6 +22,8 @@ import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
 import io.sandboxd.Main;
+import io.sandboxd.failure.FailedRun;
+import io.sandboxd.failure.Failure;
 import io.sandboxd.limits.ProjectLimit;
 import io.sandboxd.run.PoolStatus;
 import io.sandboxd.run.SnippetJob;
@@ -28,7 +31,6 @@ import io.sandboxd.run.SnippetOutcome;
 import io.sandboxd.run.ToolJob;
 import io.sandboxd.run.ToolOutcome;
 import io.sandboxd.sandbox.ExecutorReply;
-import io.sandboxd.sandbox.SandboxFailure;
 import io.sandboxd.sandbox.SandboxFile;
 import io.sandboxd.tokens.KeyDirectory;
 import io.sandboxd.tokens.PemKeys;
@@ -203,13 +205,13 @@ class ApiRoutingTest {
     @Test
     void executeSurfacesSandboxFailures() throws Exception {
         SNIPPETS.set(job -> {
-            throw SandboxFailure.unavailable("no warm sandbox pod available, try again shortly");
+            throw new FailedRun(new Failure.NoWarmPod());
         });
         assertError(post("/v1/execute", "{\"code\":\"1\"}", token()), 503,
                     "no warm sandbox pod available, try again shortly");
         SNIPPETS.set(job -> {
-            throw SandboxFailure.badGateway("sandbox pod returned HTTP 400: file path escapes working directory: "
-                                                    + "'../etc/passwd'").in("sandbox-abc");
+            throw new FailedRun(new Failure.SandboxPodRejected(400, "file path escapes working directory: "
+                                                                    + "'../etc/passwd'")).in("sandbox-abc");
         });
         assertError(post("/v1/execute", "{\"code\":\"1\"}", token()), 502,
                     "sandbox pod returned HTTP 400: file path escapes working directory: '../etc/passwd'");
@@ -368,19 +370,20 @@ class ApiRoutingTest {
     @Test
     void callSurfacesSandboxFailures() throws Exception {
         String body = "{\"image\":\"" + IMAGE + "\",\"function\":\"f\"}";
-        String[][] cases = {
-                {"503", "could not start a sandbox for this tool call: pods is forbidden"},
-                {"503", "the tool sandbox did not start: the tool sandbox exited before it was ready (phase Failed); "
-                        + "the agent image must contain crusoe_adk.toolrunner"},
-                {"503", "timed out waiting for the tool sandbox to become ready"},
-                {"502", "tool execution failed: connection refused"},
-                {"502", "invalid response from the tool sandbox"}};
-        for (String[] c : cases) {
-            int status = Integer.parseInt(c[0]);
+        Map<Failure, String> cases = new LinkedHashMap<>();
+        cases.put(new Failure.ToolPodNotCreated("pods is forbidden"),
+                  "503 could not start a sandbox for this tool call: pods is forbidden");
+        cases.put(new Failure.ToolPodExited("Failed"), "503 the tool sandbox did not start: the tool sandbox exited "
+                + "before it was ready (phase Failed); the agent image must contain crusoe_adk.toolrunner");
+        cases.put(new Failure.ToolPodNotReady(), "503 timed out waiting for the tool sandbox to become ready");
+        cases.put(new Failure.ToolExecutionFailed("connection refused"), "502 tool execution failed: connection refused");
+        cases.put(new Failure.InvalidToolReply(), "502 invalid response from the tool sandbox");
+        for (Map.Entry<Failure, String> c : cases.entrySet()) {
             TOOLS.set(job -> {
-                throw status == 503 ? SandboxFailure.unavailable(c[1]) : SandboxFailure.badGateway(c[1]);
+                throw new FailedRun(c.getKey());
             });
-            assertError(post("/v1/call", body, token()), status, c[1]);
+            assertError(post("/v1/call", body, token()), Integer.parseInt(c.getValue().substring(0, 3)),
+                        c.getValue().substring(4));
         }
     }
 

@@ -112,7 +112,7 @@ class PodSpecTest {
     @Test
     void toolPodIsHardenedAndGetsDns() {
         Pod pod = new ToolPodSpec("cai-sandbox", TestSettings.TOOL, TestSettings.RUNTIME_DEFAULT, TestSettings.SNIPPET.image())
-                .pod("localhost:30500/agents/my-agent:abc123", "Team Blue/Prod!", "analyst", "req-7", 30);
+                .pod("localhost:30500/agents/my-agent:abc123", "Team Blue/Prod!", "analyst", "req-7", TestSettings.BUDGET.toolPodDeadline(30));
         assertEquals("tool-", pod.getMetadata().getGenerateName());
         assertEquals("tool", pod.getMetadata().getLabels().get("sandboxd.io/kind"));
         assertEquals("sandboxd", pod.getMetadata().getLabels().get("app.kubernetes.io/managed-by"));
@@ -148,7 +148,7 @@ class PodSpecTest {
                 snippets.poolPod(), snippets.poolPod(),
                 snippets.sessionPod("0123456789abcdef0123456789abcdef", "replica-1/req-1", Map.of()),
                 snippets.sessionPod("0123456789abcdef0123456789abcdef", "replica-1/req-2", Map.of()),
-                tools.pod("img:1", "p", "a", "req-1", 30), tools.pod("img:1", "p", "a", "req-2", 30));
+                tools.pod("img:1", "p", "a", "req-1", TestSettings.BUDGET.toolPodDeadline(30)), tools.pod("img:1", "p", "a", "req-2", TestSettings.BUDGET.toolPodDeadline(30)));
         java.util.Set<String> seen = new java.util.HashSet<>();
         for (Pod pod : pods) {
             Container main = pod.getSpec().getContainers().get(0);
@@ -185,7 +185,7 @@ class PodSpecTest {
             Pod pod = switch (i % 3) {
             case 0 -> snippets.poolPod();
             case 1 -> snippets.sessionPod("0123456789abcdef0123456789abcdef", "r/req", Map.of());
-            default -> tools.pod("img:1", "p", "a", "req", 30);
+            default -> tools.pod("img:1", "p", "a", "req", TestSettings.BUDGET.toolPodDeadline(30));
             };
             long uid = SandboxUids.uidOf(pod);
             assertTrue(range.contains(uid), "in the range: " + uid);

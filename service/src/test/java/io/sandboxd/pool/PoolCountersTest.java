@@ -245,8 +245,7 @@ class PoolCountersTest {
             pool = new WarmPool(snippets, writes, id, Clock.systemUTC(), 0, WarmPoolTest.TIMES, ip -> true, pod -> true);
             reconciler = new PoolReconciler(snippets, tools, writes,
                     new SnippetPodSpec(NS, TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT), counters,
-                    PoolReconciler.Limits.of(TARGET, Duration.ofSeconds(60), Duration.ofSeconds(10),
-                                             Duration.ofSeconds(110), Duration.ofSeconds(120), Duration.ofSeconds(300)),
+                    PoolReconciler.Limits.of(TARGET, io.sandboxd.TestSettings.BUDGET),
                     id, Clock.systemUTC());
             reconciler.start();
             pool.start();

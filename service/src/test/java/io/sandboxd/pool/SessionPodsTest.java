@@ -126,8 +126,7 @@ class SessionPodsTest {
 
         PoolReconciler reconciler = new PoolReconciler(
                 cache, tools, new PodWrites(client, NS), spec, new PoolCounters(),
-                PoolReconciler.Limits.of(0, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
-                                         Duration.ofSeconds(120), Duration.ofSeconds(300)),
+                PoolReconciler.Limits.of(0, io.sandboxd.TestSettings.BUDGET),
                 "replica-a", Clock.systemUTC());
         try {
             reconciler.leading(true);
@@ -197,8 +196,7 @@ class SessionPodsTest {
 
         PoolReconciler reconciler = new PoolReconciler(
                 cache, tools, new PodWrites(client, NS), spec, new PoolCounters(),
-                PoolReconciler.Limits.of(0, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
-                                         Duration.ofSeconds(120), Duration.ofSeconds(300), Duration.ofHours(1)),
+                PoolReconciler.Limits.of(0, io.sandboxd.TestSettings.BUDGET),
                 "replica-a", Clock.systemUTC());
         try {
             reconciler.leading(true);

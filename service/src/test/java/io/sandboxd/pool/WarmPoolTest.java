@@ -19,7 +19,9 @@ import java.util.concurrent.TimeUnit;
 import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
-import io.sandboxd.sandbox.SandboxFailure;
+import io.sandboxd.api.ContractText;
+import io.sandboxd.failure.FailedRun;
+import io.sandboxd.failure.Failure;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -45,7 +47,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class WarmPoolTest {
 
     static final String NS = "cai-sandbox";
-    static final PoolTimes TIMES = new PoolTimes(Duration.ofSeconds(120), Duration.ofSeconds(180));
+    static final PoolTimes TIMES = PoolTimes.of(io.sandboxd.TestSettings.BUDGET);
 
     KubernetesClient client;
     private final List<PodCache> caches = new ArrayList<>();
@@ -91,10 +93,11 @@ class WarmPoolTest {
         List<Object> results = List.of(ra, rb);
         long wins = results.stream().filter(ClaimedPod.class::isInstance).count();
         assertEquals(1, wins, "results: " + results);
-        SandboxFailure loss = (SandboxFailure) results.stream().filter(SandboxFailure.class::isInstance).findFirst()
+        FailedRun loss = (FailedRun) results.stream().filter(FailedRun.class::isInstance).findFirst()
                 .orElseThrow();
-        assertEquals(503, loss.status());
-        assertEquals("no warm sandbox pod available, try again shortly", loss.getMessage());
+        assertEquals(new Failure.NoWarmPod(), loss.failure());
+        assertEquals(503, ContractText.status(loss));
+        assertEquals("no warm sandbox pod available, try again shortly", ContractText.of(loss));
 
         Pod stored = client.pods().inNamespace(NS).withName("sandbox-only").get();
         assertEquals("claimed", stored.getMetadata().getLabels().get(SandboxLabels.STATE));
@@ -127,7 +130,7 @@ class WarmPoolTest {
             start.countDown();
             try {
                 return a.claim("req-w", "proj", Duration.ofSeconds(10));
-            } catch (SandboxFailure e) {
+            } catch (FailedRun e) {
                 return e;
             }
         });
@@ -177,8 +180,8 @@ class WarmPoolTest {
                                                        .addToLabels(SandboxLabels.STATE, "claimed").endMetadata()
                                                        .build()).update();
         WarmPool a = pool("replica-a");
-        SandboxFailure e = assertThrows(SandboxFailure.class, () -> a.claim("req", "p", Duration.ofMillis(800)));
-        assertEquals(503, e.status());
+        FailedRun e = assertThrows(FailedRun.class, () -> a.claim("req", "p", Duration.ofMillis(800)));
+        assertEquals(new Failure.NoWarmPod(), e.failure());
         assertEquals(0, a.warmCount());
     }
 
@@ -200,9 +203,8 @@ class WarmPoolTest {
         pools.add(upgraded);
         upgraded.start();
         assertEquals(0, upgraded.warmCount(), "a pod of the old spec is not warm for the new one");
-        SandboxFailure e = assertThrows(SandboxFailure.class,
-                                        () -> upgraded.claim("req", "p", Duration.ofMillis(800)));
-        assertEquals(503, e.status());
+        FailedRun e = assertThrows(FailedRun.class, () -> upgraded.claim("req", "p", Duration.ofMillis(800)));
+        assertEquals(new Failure.NoWarmPod(), e.failure());
         assertEquals("warm", state(client.pods().inNamespace(NS).withName("sandbox-old").get()),
                      "neither claimed nor reserved by the new replica");
 
@@ -211,8 +213,7 @@ class WarmPoolTest {
         awaitSynced(tools);
         PoolReconciler reconciler = new PoolReconciler(
                 cache, tools, new PodWrites(client, NS), gvisor, new PoolCounters(),
-                PoolReconciler.Limits.of(2, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
-                                         Duration.ofSeconds(120), Duration.ofSeconds(300)),
+                PoolReconciler.Limits.of(2, io.sandboxd.TestSettings.BUDGET),
                 "replica-new", Clock.systemUTC());
         try {
             reconciler.leading(true);
@@ -249,8 +250,7 @@ class WarmPoolTest {
         PoolReconciler reconciler = new PoolReconciler(
                 snippets, tools, new PodWrites(client, NS),
                 new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT), counters,
-                PoolReconciler.Limits.of(3, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
-                                         Duration.ofSeconds(120), Duration.ofSeconds(300)),
+                PoolReconciler.Limits.of(3, io.sandboxd.TestSettings.BUDGET),
                 "replica-a", Clock.systemUTC());
         try {
             awaitSynced(snippets);
@@ -502,8 +502,7 @@ class WarmPoolTest {
                 snippets, tools, new PodWrites(client, NS),
                 new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT),
                 new PoolCounters(),
-                PoolReconciler.Limits.of(target, Duration.ofSeconds(60), Duration.ofSeconds(10), Duration.ofSeconds(110),
-                                         Duration.ofSeconds(120), Duration.ofSeconds(300)),
+                PoolReconciler.Limits.of(target, io.sandboxd.TestSettings.BUDGET),
                 "replica-a", clock);
     }
 
@@ -597,7 +596,7 @@ class WarmPoolTest {
             start.await();
             try {
                 return pool.claim(requestId, "proj", Duration.ofSeconds(2));
-            } catch (SandboxFailure e) {
+            } catch (FailedRun e) {
                 return e;
             }
         };

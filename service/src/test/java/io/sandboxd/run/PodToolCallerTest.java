@@ -12,7 +12,9 @@ import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.pool.PodCache;
 import io.sandboxd.pool.PodWrites;
 import io.sandboxd.sandbox.FakePod;
-import io.sandboxd.sandbox.SandboxFailure;
+import io.sandboxd.api.ContractText;
+import io.sandboxd.failure.FailedRun;
+import io.sandboxd.failure.Failure;
 import io.sandboxd.sandbox.ToolRunnerClient;
 import io.sandboxd.tokens.ProjectIdentity;
 
@@ -76,7 +78,7 @@ class PodToolCallerTest {
                                            io.sandboxd.TestSettings.SNIPPET.image());
         return new PodToolCaller(tools, new PodWrites(client, NS), spec,
                                  new ToolRunnerClient(HttpClient.newHttpClient(), JSON, 1 << 20, runner.port()),
-                                 readyTimeout);
+                                 readyTimeout, io.sandboxd.TestSettings.BUDGET::toolPodDeadline);
     }
 
     private static ToolJob job() {
@@ -99,19 +101,20 @@ class PodToolCallerTest {
     @Test
     void aPodThatFailsBeforeReadyIsTheMissingRunnerError() {
         fate = "Failed";
-        SandboxFailure e = assertThrows(SandboxFailure.class, () -> caller(Duration.ofSeconds(10)).call(job()));
-        assertEquals(503, e.status());
+        FailedRun e = assertThrows(FailedRun.class, () -> caller(Duration.ofSeconds(10)).call(job()));
+        assertEquals(new Failure.ToolPodExited("Failed"), e.failure());
+        assertEquals(503, ContractText.status(e));
         assertEquals("the tool sandbox did not start: the tool sandbox exited before it was ready (phase Failed); "
-                             + "the agent image must contain crusoe_adk.toolrunner", e.getMessage());
+                             + "the agent image must contain crusoe_adk.toolrunner", ContractText.of(e));
         assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind");
     }
 
     @Test
     void aPodThatNeverGetsReadyTimesOut() {
         fate = "Pending";
-        SandboxFailure e = assertThrows(SandboxFailure.class, () -> caller(Duration.ofSeconds(1)).call(job()));
-        assertEquals(503, e.status());
-        assertEquals("timed out waiting for the tool sandbox to become ready", e.getMessage());
+        FailedRun e = assertThrows(FailedRun.class, () -> caller(Duration.ofSeconds(1)).call(job()));
+        assertEquals(503, ContractText.status(e));
+        assertEquals("timed out waiting for the tool sandbox to become ready", ContractText.of(e));
         assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind");
     }
 

@@ -5,6 +5,8 @@ import java.net.ServerSocket;
 import java.net.http.HttpClient;
 import java.util.List;
 
+import io.sandboxd.api.ContractText;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.junit.jupiter.api.AfterEach;
@@ -41,7 +43,7 @@ class PodClientsTest {
     }
 
     private ExecutorClient executor(long cap) {
-        return new ExecutorClient(http, JSON, cap, pod.port());
+        return new ExecutorClient(http, JSON, cap, pod.port(), java.time.Duration.ofSeconds(10));
     }
 
     @Test
@@ -62,7 +64,7 @@ class PodClientsTest {
     }
 
     @Test
-    void everyRunCarriesThePodsSecretAndTheReachabilityProbeDoesNot() {
+    void everyRunCarriesThePodsSecretAndTheReachabilityProbeDoesNot() throws Exception {
         pod.answer(200, GOOD);
         executor(1 << 20).run("127.0.0.1", TOKEN, false, "print(1)", 10, List.of());
         assertEquals("Bearer " + TOKEN, pod.authorization("/run"));
@@ -70,75 +72,73 @@ class PodClientsTest {
     }
 
     @Test
-    void aPodThatRefusesTheSecretIsABadGateway() {
+    void aPodThatRefusesTheSecretIsABadGateway() throws Exception {
         pod.answer(401, "{\"error\":\"unauthorized: this endpoint answers only sandboxd\"}");
-        SandboxFailure e = assertThrows(SandboxFailure.class,
+        PodCallFailed e = assertThrows(PodCallFailed.class,
                                         () -> executor(1 << 20).run("127.0.0.1", TOKEN, true, "x", 5, List.of()));
-        assertEquals(502, e.status());
+        assertEquals(502, ContractText.statusOfRun(e));
         assertEquals("sandbox pod returned HTTP 401: unauthorized: this endpoint answers only sandboxd",
-                     e.getMessage());
+                     ContractText.ofRun(e));
     }
 
     @Test
-    void aPodWithoutASecretGetsNoAuthorizationHeader() {
+    void aPodWithoutASecretGetsNoAuthorizationHeader() throws Exception {
         pod.answer(200, GOOD);
         executor(1 << 20).run("127.0.0.1", null, true, "print(1)", 10, List.of());
         assertEquals("", pod.authorization("/run"));
     }
 
     @Test
-    void executorRejectionCarriesThePodsErrorText() {
+    void executorRejectionCarriesThePodsErrorText() throws Exception {
         pod.answer(400, "{\"error\": \"file path escapes working directory: '../etc/passwd'\"}");
-        SandboxFailure e = assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", TOKEN, false, "x", 5, List.of()));
-        assertEquals(502, e.status());
+        PodCallFailed e = assertThrows(PodCallFailed.class, () -> executor(1 << 20).run("127.0.0.1", TOKEN, false, "x", 5, List.of()));
+        assertEquals(502, ContractText.statusOfRun(e));
         assertEquals("sandbox pod returned HTTP 400: file path escapes working directory: '../etc/passwd'",
-                     e.getMessage());
+                     ContractText.ofRun(e));
     }
 
     @Test
-    void executorConflictForASecondRun() {
+    void executorConflictForASecondRun() throws Exception {
         pod.answer(409, "{\"error\":\"this sandbox has already run\"}");
         assertEquals("sandbox pod returned HTTP 409: this sandbox has already run",
-                     assertThrows(SandboxFailure.class, () -> executor(1 << 20).run("127.0.0.1", TOKEN, false, "x", 5, List.of()))
-                             .getMessage());
+                     ContractText.ofRun(assertThrows(PodCallFailed.class, () -> executor(1 << 20).run("127.0.0.1", TOKEN, false, "x", 5, List.of()))));
     }
 
     @Test
-    void executorGarbageIsAnInvalidResponse() {
+    void executorGarbageIsAnInvalidResponse() throws Exception {
         for (String garbage : new String[] {"not json", "[1,2]", "{\"stdout\":\"\"}",
                 "{\"stdout\":1,\"stderr\":\"\",\"exit_code\":0,\"duration_ms\":1}",
                 "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":\"0\",\"duration_ms\":1}",
                 "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0,\"duration_ms\":1,\"files\":\"x\"}", ""}) {
             pod.answer(200, garbage);
-            SandboxFailure e = assertThrows(SandboxFailure.class,
+            PodCallFailed e = assertThrows(PodCallFailed.class,
                                             () -> executor(1 << 20).run("127.0.0.1", TOKEN, false, "x", 5, List.of()), garbage);
-            assertEquals(502, e.status());
-            assertEquals("invalid response from sandbox pod", e.getMessage(), garbage);
+            assertEquals(502, ContractText.statusOfRun(e));
+            assertEquals("invalid response from sandbox pod", ContractText.ofRun(e), garbage);
         }
     }
 
     @Test
-    void oversizedExecutorReplyIsAnInvalidResponse() {
+    void oversizedExecutorReplyIsAnInvalidResponse() throws Exception {
         pod.answer(200, "{\"stdout\":\"" + "x".repeat(20_000) + "\",\"stderr\":\"\",\"exit_code\":0,\"duration_ms\":1}");
         assertEquals("invalid response from sandbox pod",
-                     assertThrows(SandboxFailure.class, () -> executor(4096).run("127.0.0.1", TOKEN, false, "x", 5, List.of()))
-                             .getMessage());
+                     ContractText.ofRun(assertThrows(PodCallFailed.class, () -> executor(4096).run("127.0.0.1", TOKEN, false, "x", 5, List.of()))));
     }
 
     @Test
-    void unreachableExecutorIsAnExecutionFailure() throws IOException {
+    void unreachableExecutorIsAnExecutionFailure() throws Exception {
         int closedPort;
         try (ServerSocket socket = new ServerSocket(0)) {
             closedPort = socket.getLocalPort();
         }
-        ExecutorClient client = new ExecutorClient(http, JSON, 1 << 20, closedPort);
-        SandboxFailure e = assertThrows(SandboxFailure.class, () -> client.run("127.0.0.1", TOKEN, false, "x", 5, List.of()));
-        assertEquals(502, e.status());
-        assertTrue(e.getMessage().startsWith("sandbox execution failed: "), e.getMessage());
+        ExecutorClient client = new ExecutorClient(http, JSON, 1 << 20, closedPort, java.time.Duration.ofSeconds(10));
+        PodCallFailed e = assertThrows(PodCallFailed.class, () -> client.run("127.0.0.1", TOKEN, false, "x", 5, List.of()));
+        assertEquals(502, ContractText.statusOfRun(e));
+        assertTrue(ContractText.ofRun(e).startsWith("sandbox execution failed: "), ContractText.ofRun(e));
     }
 
     @Test
-    void toolRunnerResultAndError() {
+    void toolRunnerResultAndError() throws Exception {
         ToolRunnerClient client = new ToolRunnerClient(http, JSON, 1 << 20, pod.port());
         ObjectNode args = JSON.createObjectNode().put("city", "Reykjavik");
         pod.answer(200, "{\"result\":{\"temp_c\":4}}");
@@ -160,41 +160,38 @@ class PodClientsTest {
     }
 
     @Test
-    void toolRunnerFailures() {
+    void toolRunnerFailures() throws Exception {
         ToolRunnerClient client = new ToolRunnerClient(http, JSON, 4096, pod.port());
         ObjectNode args = JSON.createObjectNode();
         pod.answer(200, "<html>");
         assertEquals("invalid response from the tool sandbox",
-                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", TOKEN, "agent", "f", args, 5))
-                             .getMessage());
+                     ContractText.ofCall(assertThrows(PodCallFailed.class, () -> client.call("127.0.0.1", TOKEN, "agent", "f", args, 5)), 5));
         pod.answer(200, "{\"result\":\"" + "y".repeat(10_000) + "\"}");
         assertEquals("invalid response from the tool sandbox",
-                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", TOKEN, "agent", "f", args, 5))
-                             .getMessage());
+                     ContractText.ofCall(assertThrows(PodCallFailed.class, () -> client.call("127.0.0.1", TOKEN, "agent", "f", args, 5)), 5));
         pod.answer(200, "{\"error\":42}");
         assertEquals("invalid response from the tool sandbox",
-                     assertThrows(SandboxFailure.class, () -> client.call("127.0.0.1", TOKEN, "agent", "f", args, 5))
-                             .getMessage());
+                     ContractText.ofCall(assertThrows(PodCallFailed.class, () -> client.call("127.0.0.1", TOKEN, "agent", "f", args, 5)), 5));
         pod.answer(400, "{\"error\":\"unknown function 'nope'\"}");
-        SandboxFailure rejected = assertThrows(SandboxFailure.class,
+        PodCallFailed rejected = assertThrows(PodCallFailed.class,
                                                () -> client.call("127.0.0.1", TOKEN, "agent", "nope", args, 5));
-        assertEquals(502, rejected.status());
+        assertEquals(502, ContractText.statusOfCall(rejected));
         assertEquals("tool execution failed: the tool runner returned HTTP 400: unknown function 'nope'",
-                     rejected.getMessage());
+                     ContractText.ofCall(rejected, 5));
     }
 
     @Test
-    void toolRunnerTimeoutIsAnExecutionFailure() {
+    void toolRunnerTimeoutIsAnExecutionFailure() throws Exception {
         ToolRunnerClient client = new ToolRunnerClient(http, JSON, 4096, pod.port());
         pod.answer(200, "{\"result\":1}").delay(3000);
-        SandboxFailure e = assertThrows(SandboxFailure.class,
+        PodCallFailed e = assertThrows(PodCallFailed.class,
                                         () -> client.call("127.0.0.1", TOKEN, "agent", "f", JSON.createObjectNode(), 1));
-        assertEquals(502, e.status());
-        assertEquals("tool execution failed: the tool did not finish within 1s", e.getMessage());
+        assertEquals(502, ContractText.statusOfCall(e));
+        assertEquals("tool execution failed: the tool did not finish within 1s", ContractText.ofCall(e, 1));
     }
 
     @Test
-    void ipv6AddressesAreBracketed() {
+    void ipv6AddressesAreBracketed() throws Exception {
         assertEquals("http://[fd00::5]:8080/run", PodHttp.uri("fd00::5", 8080, "/run").toString());
         assertEquals("http://10.1.2.3:8080/run", PodHttp.uri("10.1.2.3", 8080, "/run").toString());
     }

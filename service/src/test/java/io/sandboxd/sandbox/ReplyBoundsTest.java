@@ -4,6 +4,8 @@ import java.lang.management.ManagementFactory;
 import java.net.http.HttpClient;
 import java.nio.charset.StandardCharsets;
 
+import io.sandboxd.api.ContractText;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 
@@ -22,10 +24,10 @@ class ReplyBoundsTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final long CAP = 8L << 20;
     private final ToolRunnerClient tools = new ToolRunnerClient(HttpClient.newHttpClient(), JSON, CAP, 8080);
-    private final ExecutorClient executor = new ExecutorClient(HttpClient.newHttpClient(), JSON, CAP, 8080);
+    private final ExecutorClient executor = new ExecutorClient(HttpClient.newHttpClient(), JSON, CAP, 8080, java.time.Duration.ofSeconds(10));
 
     @Test
-    void aToolResultThatIsALongListOfSmallObjectsCostsAboutItsLength() {
+    void aToolResultThatIsALongListOfSmallObjectsCostsAboutItsLength() throws Exception {
         StringBuilder reply = new StringBuilder("{\"result\":[");
         while (reply.length() < CAP - 16) {
             reply.append("{},");
@@ -43,43 +45,42 @@ class ReplyBoundsTest {
     }
 
     @Test
-    void aToolReplyIsStrictWhereItMatters() {
+    void aToolReplyIsStrictWhereItMatters() throws Exception {
         assertEquals("[1,{\"a\":\"b\"}]", tools.interpret(reply(200, "{\"x\":[[[]]],\"result\":[1, {\"a\": \"b\"}]}"))
                 .result().toString());
         assertNull(tools.interpret(reply(200, "{\"result\":null,\"error\":\"\"}")).result());
         for (String bad : new String[] {"{\"result\":1,\"result\":2}", "{\"error\":\"a\",\"error\":\"b\"}",
                 "{\"result\":1} 2", "[]", "{\"result\":" + "[".repeat(1001) + "]".repeat(1001) + "}"}) {
-            SandboxFailure e = assertThrows(SandboxFailure.class, () -> tools.interpret(reply(200, bad)), bad);
-            assertEquals("invalid response from the tool sandbox", e.getMessage());
+            PodCallFailed e = assertThrows(PodCallFailed.class, () -> tools.interpret(reply(200, bad)), bad);
+            assertEquals("invalid response from the tool sandbox", ContractText.ofCall(e, 5));
         }
     }
 
     @Test
-    void anExecutorReplyWithTooManyTokensIsInvalid() {
+    void anExecutorReplyWithTooManyTokensIsInvalid() throws Exception {
         String junk = "[" + "0,".repeat((int) ExecutorClient.MAX_REPLY_TOKENS) + "0]";
         String reply = "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0,\"duration_ms\":1,\"files\":[],"
                 + "\"x\":" + junk + "}";
-        SandboxFailure e = assertThrows(SandboxFailure.class, () -> executor.interpret(reply(200, reply)));
-        assertEquals("invalid response from sandbox pod", e.getMessage());
+        PodCallFailed e = assertThrows(PodCallFailed.class, () -> executor.interpret(reply(200, reply)));
+        assertEquals("invalid response from sandbox pod", ContractText.ofRun(e));
         assertEquals(0, executor.interpret(reply(200, "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0,"
                 + "\"duration_ms\":1,\"files\":[]}")).exitCode());
     }
 
     @Test
-    void aPodsErrorDetailIsQuotedShort() {
+    void aPodsErrorDetailIsQuotedShort() throws Exception {
         String path = "p/".repeat(5000);
-        SandboxFailure e = assertThrows(SandboxFailure.class, () -> executor.interpret(
+        PodCallFailed e = assertThrows(PodCallFailed.class, () -> executor.interpret(
                 reply(400, "{\"junk\":[" + "{},".repeat(100_000) + "{}],\"error\":\"file path escapes working "
                         + "directory: '" + path + "'\"}")));
-        assertTrue(e.getMessage().startsWith("sandbox pod returned HTTP 400: file path escapes working directory: 'p/"),
-                   e.getMessage());
-        assertEquals("sandbox pod returned HTTP 400: ".length() + PodHttp.MAX_DETAIL_CHARS + 1,
-                     e.getMessage().length());
-        assertTrue(e.getMessage().endsWith("\u2026"));
-        SandboxFailure raw = assertThrows(SandboxFailure.class,
+        String text = ContractText.ofRun(e);
+        assertTrue(text.startsWith("sandbox pod returned HTTP 400: file path escapes working directory: 'p/"), text);
+        assertEquals("sandbox pod returned HTTP 400: ".length() + PodHttp.MAX_DETAIL_CHARS + 1, text.length());
+        assertTrue(text.endsWith("\u2026"));
+        PodCallFailed raw = assertThrows(PodCallFailed.class,
                                           () -> tools.interpret(reply(500, "<html>" + "z".repeat(100_000))));
         assertEquals("tool execution failed: the tool runner returned HTTP 500: ".length()
-                             + PodHttp.MAX_DETAIL_CHARS + 1, raw.getMessage().length());
+                             + PodHttp.MAX_DETAIL_CHARS + 1, ContractText.ofCall(raw, 5).length());
     }
 
     private static PodHttp.Reply reply(int status, String body) {
