@@ -35,7 +35,8 @@ die() { echo "[release] $*" >&2; exit 1; }
 [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$ ]] || die "RELEASE_VERSION '$version' is not a SemVer version"
 
 tmp=$(mktemp -d /var/tmp/sbx-release.XXXX)
-trap 'rm -rf "$tmp"' EXIT
+own_agent=false   # a gpg-agent this run started for its throwaway keyring: stopped at the end (never the admin's)
+trap 'rm -rf "$tmp"; if $own_agent; then gpgconf --kill gpg-agent 2>/dev/null || true; fi' EXIT
 rm -rf "$out"; mkdir -p "$out/images" "$out/sbom" "$out/signatures"
 
 # --- the signing key ------------------------------------------------------------------------------------------------
@@ -49,6 +50,7 @@ if [ -n "${SIGNING_KEY:-}" ]; then
   log "signing with $SIGNING_KEY from ${GNUPGHOME:-$HOME/.gnupg}"
 else
   export GNUPGHOME=${RELEASE_GNUPGHOME:-$(dirname "$out")/release-gnupg}
+  own_agent=true
   key_uid="sandboxd release signing key (THROWAWAY, made by make release)"
   if ! gpg -q --batch --list-secret-keys "$key_uid" >/dev/null 2>&1; then
     mkdir -p "$GNUPGHOME"; chmod 700 "$GNUPGHOME"

@@ -24,8 +24,8 @@ die() { echo "[verify] FAILED: $*" >&2; exit 1; }
 [ -f "$dir/SHA256SUMS" ] || die "no release in $dir (make release)"
 
 tmp=$(mktemp -d /var/tmp/sbx-verify.XXXX)
-trap 'rm -rf "$tmp"' EXIT
 export GNUPGHOME=$tmp/gnupg; mkdir -m 700 "$GNUPGHOME"
+trap 'gpgconf --kill all 2>/dev/null || true; rm -rf "$tmp"' EXIT
 gpg -q --batch --import "$key" 2>/dev/null || die "cannot import the public key $key"
 fpr=$(gpg --batch --with-colons --list-keys | awk -F: '$1=="fpr"{print $10; exit}')
 [ "$(gpg --batch --with-colons --list-keys | awk -F: '$1=="pub"' | wc -l)" = 1 ] || die "$key must hold exactly one key"
