@@ -11,7 +11,7 @@ CLUSTER := tests-e2e/cluster
 KUBECONFIG_LOCAL := /var/lib/sandboxd-cluster/admin.kubeconfig
 MVN := mvn -B -ntp -Dstyle.color=never
 
-.PHONY: help build unit-test adk-test packages cluster-bins images cluster-up cluster-down cluster-status up reload down e2e test bench
+.PHONY: help build unit-test adk-test packages cluster-bins images release verify-release cluster-up cluster-down cluster-status up reload down e2e test bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -36,6 +36,12 @@ cluster-bins: packages ## build Kubernetes, kube-router, CoreDNS and helm from t
 images: cluster-bins build ## build every image without Docker (umoci/skopeo), into $(SANDBOXD_CACHE)/images
 	bash tests-e2e/images/build-images.sh
 
+release: images ## release artifacts in $$RELEASE_DIR (dist/release): image archives + digests, signed chart, SBOMs, SHA256SUMS
+	bash release/make-release.sh
+
+verify-release: ## verify a release: checksums, signatures of SHA256SUMS, images and chart, digests in the chart
+	bash release/verify-release.sh
+
 cluster-up: images ## bring the local single-node cluster up (returns when node Ready and DNS answers)
 	bash $(CLUSTER)/cluster-up.sh
 
@@ -57,7 +63,8 @@ e2e: ## the end-to-end suite against $$KUBECONFIG (or the local cluster)
 	rm -rf tests-e2e/target/failsafe-reports*  # a pass that is skipped must not leave an old summary to verify
 	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(MVN) -pl tests-e2e -am -Pe2e -DskipUnitTests=true verify
 
-test: packages unit-test ## every test: unit tests, then the cluster up, the e2e suite, the cluster down
+test: packages unit-test ## every test: unit tests, the release and its verification, then the cluster up, the e2e suite, the cluster down
+	$(MAKE) release verify-release
 	$(MAKE) cluster-up
 	status=0; $(MAKE) e2e || status=$$?; $(MAKE) cluster-down; exit $$status
 

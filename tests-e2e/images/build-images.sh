@@ -110,35 +110,56 @@ find "$stage/snippet" -name __pycache__ -prune -exec rm -rf {} +
 derive python-base snippet-sandbox "$stage/snippet" --config.env PYTHONPATH=/opt/sandboxd \
   --config.cmd python3 --config.cmd=-m --config.cmd sandbox_executor && export_image snippet-sandbox sandboxd.local/snippet-sandbox:dev
 
-# --- test agent image with crusoe_adk.toolrunner and sample tools, and one without it -------------
-mkdir -p "$stage/agent/opt/agent" "$stage/agent-bare/opt/agent"
-# The client and the tool runner installed as an agent image installs them: the package of
-# toolrunner/pyproject.toml (standard library only), put into the image's site directory by the host's
-# pip (the image has python3 but no pip). Built from a copy, so no build/ lands in the working tree;
-# without build isolation when the host has setuptools and wheel (offline), else pip gets setuptools.
-image_python=$(tar -tf "$rootfs_tar" | grep -E '^\./usr/lib/python3\.[0-9]+/$' | grep -oE '3\.[0-9]+')
+# --- the crusoe-adk wheel: the client and the tool runner, the package of toolrunner/pyproject.toml -----------
+# Standard library only, pure Python. Built from a copy (no build/ lands in the working tree), reproducibly
+# (SOURCE_DATE_EPOCH), without build isolation when the host has setuptools and wheel (offline), else pip gets
+# setuptools. Agent images install it (toolrunner/Dockerfile.agent); make release ships it.
+wheels=$cache/wheels
 pkg_src=$stage/crusoe-adk-src; mkdir -p "$pkg_src"
 cp -r "$repo/toolrunner/pyproject.toml" "$repo/toolrunner/README.md" "$repo/toolrunner/crusoe_adk" "$repo/toolrunner/crusoe_core" "$pkg_src/"
 find "$pkg_src" -name __pycache__ -prune -exec rm -rf {} +
 isolation=$(python3 -c 'import setuptools, wheel' 2>/dev/null && echo --no-build-isolation || true)
-PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check --no-deps --no-compile $isolation \
-  --target "$stage/agent/usr/local/lib/python$image_python/dist-packages" "$pkg_src"
-rm -f "$stage"/agent/usr/local/lib/python*/dist-packages/*.dist-info/direct_url.json  # names the build's temp dir
-cp "$repo/toolrunner/sample_agent/agent.py" "$stage/agent/opt/agent/"
-# The escape probe too: the e2e suite attacks from inside tool pods with it (a hostile tool could carry anything).
-mkdir -p "$stage/agent/opt/sandboxd/probe" && cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/channels.py" "$stage/agent/opt/sandboxd/probe/"
+rm -rf "$stage/wheel"
+SOURCE_DATE_EPOCH=315532800 python3 -m pip wheel -q --disable-pip-version-check --no-deps $isolation -w "$stage/wheel" "$pkg_src"
+mkdir -p "$wheels"; rm -f "$wheels"/crusoe_adk-*.whl; cp "$stage"/wheel/crusoe_adk-*.whl "$wheels/"
+
+# --- agent images, built from toolrunner/Dockerfile.agent with buildah (no Docker) --------------------------------
+# The Dockerfile the README shows an agent's author is the one built here: chroot isolation, vfs storage in a
+# throwaway directory, the base taken from the OCI layout (python-base: Debian's python3, no pip), no network.
+# agent-base: its "runner" stage (the tool runner, no agent), released by make release as the base for agents.
+# agent-tools: the e2e agent image, its last stage with the sample agent, plus the suite's additions
+# (tests-e2e/images/agent-tools.Dockerfile: the escape probe and a VOLUME).
+buildah_build() { # TAG KEY -- BUILDAH-BUD-ARGS...: builds into the layout as TAG unless its stamp is KEY
+  local tag=$1 key=$2; shift 3
+  if [ "$(stamp_of "$tag")" = "$key" ] && has_tag "$tag"; then log "$tag up to date"; return 1; fi
+  log "building $tag (buildah)"
+  local store; store=$(mktemp -d /var/tmp/sbx-buildah.XXXX)
+  local b=(buildah --root "$store/root" --runroot "$store/run" --storage-driver vfs)
+  "${b[@]}" bud -q --isolation chroot --pull=never --timestamp 0 --layers=false -t "localhost/sbx-$tag" "$@" >/dev/null
+  umoci rm --image "$layout:$tag" 2>/dev/null || true
+  "${b[@]}" push -q --format oci "localhost/sbx-$tag" "oci:$layout:$tag" >/dev/null
+  "${b[@]}" rmi -a -f >/dev/null 2>&1 || true
+  rm -rf "$store"
+  set_stamp "$tag" "$key"
+  return 0
+}
+ctx=$stage/agent-context; mkdir -p "$ctx"
+cp "$wheels"/crusoe_adk-*.whl "$ctx/"; cp "$repo/toolrunner/sample_agent/agent.py" "$ctx/"
+buildah_version=$(buildah --version)
+agent_key=$( (cd "$ctx" && sha256sum ./*; sha256sum < "$repo/toolrunner/Dockerfile.agent"; echo "$buildah_version $(stamp_of python-base)") | sha256sum | cut -c1-16)
+buildah_build agent-base "$agent_key" -- -f "$repo/toolrunner/Dockerfile.agent" --target runner \
+  --build-arg BASE="oci:$layout:python-base" "$ctx" || true
+mkdir -p "$stage/agent-tools/probe" && cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/channels.py" "$stage/agent-tools/probe/"
+tools_key=$( (cd "$stage/agent-tools" && sha256sum probe/*; sha256sum < "$here/agent-tools.Dockerfile"; echo "$agent_key") | sha256sum | cut -c1-16)
+buildah_build agent-tools-app "$agent_key" -- -f "$repo/toolrunner/Dockerfile.agent" \
+  --build-arg BASE="oci:$layout:python-base" "$ctx" || true
+[ -f "$out/agent-tools.tar" ] || set_stamp agent-tools none
+buildah_build agent-tools "$tools_key" -- -f "$here/agent-tools.Dockerfile" \
+  --build-arg AGENT="oci:$layout:agent-tools-app" "$stage/agent-tools" && export_image agent-tools sandboxd.local/agent-tools:dev
+
+# --- test agent image without crusoe_adk.toolrunner (the 503 of an image without it) ------------------------------
+mkdir -p "$stage/agent-bare/opt/agent"
 cp "$repo/toolrunner/sample_agent/agent.py" "$stage/agent-bare/opt/agent/"
-find "$stage/agent" -name __pycache__ -prune -exec rm -rf {} +
-# A VOLUME, as a hostile agent image may declare, on a directory any uid may write (tool pods run as a uid
-# of their own from sandboxUidRange): were the runtime to honour it, every tool call would get a writable
-# /data outside the read-only root and outside the ephemeral-storage limit. The harness's containerd
-# ignores it (ignore_image_defined_volumes); ToolPodHardeningIT checks that /data stays read-only. The
-# file inside also makes derive() see the directory (its key hashes files, not modes).
-mkdir -p "$stage/agent/data" && chmod 1777 "$stage/agent/data"
-echo "world-writable (1777): only the read-only root keeps a tool from writing here" > "$stage/agent/data/README"
-derive python-base agent-tools "$stage/agent" --config.env PYTHONPATH=/opt/agent --config.workingdir /opt/agent \
-  --config.volume /data \
-  --config.cmd python3 --config.cmd=-m --config.cmd crusoe_adk.toolrunner && export_image agent-tools sandboxd.local/agent-tools:dev
 derive python-base agent-no-runner "$stage/agent-bare" --config.env PYTHONPATH=/opt/agent --config.workingdir /opt/agent \
   --config.cmd python3 --config.cmd=-m --config.cmd crusoe_adk.toolrunner && export_image agent-no-runner sandboxd.local/agent-no-runner:dev
 

@@ -124,10 +124,29 @@ the replica accepted.
 {{- end }}
 
 {{/*
+An image reference from {repository, tag, digest}: "<repository>@<digest>" when a digest is set (that exact image,
+whatever the tag names now), else "<repository>:<tag>".
+*/}}
+{{- define "sandboxd.imageRef" -}}
+{{- if .digest }}
+{{- printf "%s@%s" .repository .digest }}
+{{- else }}
+{{- printf "%s:%s" .repository .tag }}
+{{- end }}
+{{- end }}
+
+{{/*
+Image of sandboxd itself.
+*/}}
+{{- define "sandboxd.image" -}}
+{{- include "sandboxd.imageRef" .Values.image }}
+{{- end }}
+
+{{/*
 Image of the snippet sandbox pods (also used by the probe and the seccomp installer: it has python3).
 */}}
 {{- define "sandboxd.snippetImage" -}}
-{{- printf "%s:%s" .Values.snippet.image.repository .Values.snippet.image.tag }}
+{{- include "sandboxd.imageRef" .Values.snippet.image }}
 {{- end }}
 
 {{/*
