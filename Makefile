@@ -10,8 +10,14 @@ export SANDBOXD_CACHE ?= /var/cache/sandboxd
 CLUSTER := tests-e2e/cluster
 KUBECONFIG_LOCAL := /var/lib/sandboxd-cluster/admin.kubeconfig
 MVN := mvn -B -ntp -Dstyle.color=never
+export RELEASE_DIR ?= dist/release
+export PUBLISHED_VALUES ?= dist/published-values.yaml
+# The harness's registry (tests-e2e/cluster/cluster.env): `make test` publishes the release there and installs from it.
+LOCAL_REGISTRY := localhost:5000
+# Extra Maven flags for `make e2e`, e.g. -De2e.chart=... -De2e.imageValues=... to install from a published release.
+E2E_FLAGS ?=
 
-.PHONY: help build unit-test adk-test packages cluster-bins images release verify-release cluster-up cluster-down cluster-status up reload down e2e test bench
+.PHONY: help build unit-test adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -39,6 +45,9 @@ images: cluster-bins build ## build every image without Docker (umoci/skopeo), i
 release: images ## release artifacts in $$RELEASE_DIR (dist/release): image archives + digests, signed chart, SBOMs, SHA256SUMS
 	bash release/make-release.sh
 
+publish: ## push the release's images to $$REGISTRY (digests kept, checked) and write the chart values naming them
+	bash release/publish.sh
+
 verify-release: ## verify a release: checksums, signatures of SHA256SUMS, images and chart, digests in the chart
 	bash release/verify-release.sh
 
@@ -61,12 +70,14 @@ down: cluster-down ## stop everything `make up` started
 
 e2e: ## the end-to-end suite against $$KUBECONFIG (or the local cluster)
 	rm -rf tests-e2e/target/failsafe-reports*  # a pass that is skipped must not leave an old summary to verify
-	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(MVN) -pl tests-e2e -am -Pe2e -DskipUnitTests=true verify
+	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(MVN) -pl tests-e2e -am -Pe2e -DskipUnitTests=true $(E2E_FLAGS) verify
 
-test: packages unit-test ## every test: unit tests, the release and its verification, then the cluster up, the e2e suite, the cluster down
+test: packages unit-test ## every test: unit tests, the release and its verification, then the cluster up, the release pushed to its registry, the e2e suite installing from there, the cluster down
 	$(MAKE) release verify-release
 	$(MAKE) cluster-up
-	status=0; $(MAKE) e2e || status=$$?; $(MAKE) cluster-down; exit $$status
+	status=0; { $(MAKE) publish REGISTRY=$(LOCAL_REGISTRY) REGISTRY_TLS_VERIFY=false \
+	  && $(MAKE) e2e E2E_FLAGS="-De2e.chart=$$(realpath $(RELEASE_DIR)/sandboxd-*.tgz) -De2e.imageValues=$$(realpath $(PUBLISHED_VALUES))"; } \
+	  || status=$$?; $(MAKE) cluster-down; exit $$status
 
 bench: ## warm-pool benchmark against the local cluster: p50/p99 at concurrency 1 and 4 vs a cold pod-per-call baseline
 	rm -rf tests-e2e/target/failsafe-reports*
