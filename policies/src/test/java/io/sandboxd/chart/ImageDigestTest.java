@@ -61,6 +61,21 @@ class ImageDigestTest {
     }
   }
 
+  @Test
+  void aRepositoryMayNameARegistryWithAPortButNoTagOrDigest() {
+    Map<String, Object> local = new java.util.HashMap<>(PINNED);
+    local.putAll(values("image.repository", "localhost:5000/sandboxd", "snippet.image.repository",
+        "localhost:5000/snippet-sandbox"));
+    assertEquals(List.of("localhost:5000/sandboxd@" + SANDBOXD_DIGEST),
+        sandboxdImages(HelmChart.renderWithTestHooks(local)));
+    for (String bad : List.of("sandboxd.local/sandboxd:dev", "localhost:5000/sandboxd@" + SANDBOXD_DIGEST,
+        "registry example/sandboxd")) {
+      HelmChart.HelmFailure failure = assertThrows(HelmChart.HelmFailure.class,
+          () -> HelmChart.render(values("image.repository", bad)), bad);
+      assertTrue(failure.getMessage().toLowerCase().contains("schema"), failure.getMessage());
+    }
+  }
+
   private static List<String> sandboxdImages(HelmChart.Rendered rendered) {
     Map<String, Object> pod = at(rendered.get("Deployment", "sandboxd"), "spec", "template", "spec");
     return ((List<Map<String, Object>>) pod.get("containers")).stream().map(c -> (String) c.get("image")).toList();
