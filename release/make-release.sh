@@ -80,7 +80,7 @@ flock 9
 : > "$out/images.txt"
 declare -A digest
 for name in "${images[@]}"; do
-  umoci ls --layout "$layout" | grep -qx "$name" || die "no image '$name' in $layout: make images"
+  umoci ls --layout "$layout" | grep -x "$name" >/dev/null || die "no image '$name' in $layout: make images"
   want="sha256:$(skopeo inspect --raw "oci:$layout:$name" | sha256sum | cut -d' ' -f1)"
   archive=images/$name.oci.tar
   skopeo copy -q --preserve-digests "oci:$layout:$name" "oci-archive:$out/$archive:$prefix/$name:$version"

@@ -42,7 +42,8 @@ fi
 # --- OCI layout helpers --------------------------------------------------------------------------
 [ -d "$layout" ] || umoci init --layout "$layout"
 
-has_tag() { umoci ls --layout "$layout" | grep -qx "$1"; }
+# grep without -q reads all of the list: with pipefail, grep -q leaving early fails the pipeline (SIGPIPE).
+has_tag() { umoci ls --layout "$layout" | grep -x "$1" >/dev/null; }
 
 # image_from BASE_TAG NEW_TAG KEY -- prints nothing; copies BASE to NEW unless NEW already has KEY
 stamp_of() { cat "$cache/stamps/$1" 2>/dev/null || true; }
