@@ -1,0 +1,172 @@
+package io.sandboxd.e2e.bench;
+
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Predicate;
+
+import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodCondition;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.Watch;
+import io.fabric8.kubernetes.client.Watcher;
+import io.fabric8.kubernetes.client.WatcherException;
+
+/**
+ * Where a pod's start goes, as a client watching the API server sees it: the time each milestone of a pod's start was
+ * first observed (the API server's own timestamps have whole seconds only). Watches one namespace while open.
+ */
+final class PodTimeline implements AutoCloseable {
+
+    /** A pod's start, in order; each step of the breakdown is the time from one milestone to the next. */
+    enum Milestone {
+        CREATED("created"),
+        SCHEDULED("scheduling"),
+        SANDBOX_READY("pod sandbox and CNI (PodReadyToStartContainers)"),
+        GATE_STARTED("isolation gate container start"),
+        GATE_DONE("isolation gate: its wait for the policy enforcer"),
+        MAIN_STARTED("main container start (executor process)"),
+        READY("readiness (executor's interpreter up, probe passes)");
+
+        final String step;
+
+        Milestone(String step) {
+            this.step = step;
+        }
+    }
+
+    private final Map<String, Map<Milestone, Long>> seen = new ConcurrentHashMap<>();
+    private final Map<String, Long> deleteAsked = new ConcurrentHashMap<>();
+    private final Map<String, Long> gone = new ConcurrentHashMap<>();
+    private final Predicate<Pod> counted;
+    private final Watch watch;
+
+    /**
+     * @param counted which pods of the namespace the timeline follows
+     */
+    PodTimeline(KubernetesClient k8s, String namespace, Predicate<Pod> counted) {
+        this.counted = counted;
+        this.watch = k8s.pods().inNamespace(namespace).watch(new Watcher<>() {
+            @Override
+            public void eventReceived(Action action, Pod pod) {
+                observe(action, pod, System.nanoTime());
+            }
+
+            @Override
+            public void onClose(WatcherException cause) {
+                // the benchmark ends the watch; an early close leaves fewer pods in the breakdown, said by its count
+            }
+        });
+    }
+
+    /** The client is about to create the pod named so (more exact than the watch's ADDED event). */
+    void creating(String name) {
+        seen.computeIfAbsent(name, n -> new EnumMap<>(Milestone.class)).put(Milestone.CREATED, System.nanoTime());
+    }
+
+    /** The client is about to delete the pod named so. */
+    void deleting(String name) {
+        deleteAsked.put(name, System.nanoTime());
+    }
+
+    private void observe(Watcher.Action action, Pod pod, long now) {
+        if (!counted.test(pod)) {
+            return;
+        }
+        String name = pod.getMetadata().getName();
+        if (action == Watcher.Action.DELETED) {
+            gone.putIfAbsent(name, now);
+            return;
+        }
+        Map<Milestone, Long> pods = seen.computeIfAbsent(name, n -> new EnumMap<>(Milestone.class));
+        synchronized (pods) {
+            pods.putIfAbsent(Milestone.CREATED, now);
+            if (pod.getSpec().getNodeName() != null) {
+                pods.putIfAbsent(Milestone.SCHEDULED, now);
+            }
+            if (condition(pod, "PodReadyToStartContainers")) {
+                pods.putIfAbsent(Milestone.SANDBOX_READY, now);
+            }
+            ContainerStatus gate = first(pod.getStatus().getInitContainerStatuses());
+            if (gate != null && (gate.getState().getRunning() != null || gate.getState().getTerminated() != null)) {
+                pods.putIfAbsent(Milestone.GATE_STARTED, now);
+            }
+            if (gate != null && gate.getState().getTerminated() != null) {
+                pods.putIfAbsent(Milestone.GATE_DONE, now);
+            }
+            ContainerStatus main = first(pod.getStatus().getContainerStatuses());
+            if (main != null && main.getState().getRunning() != null) {
+                pods.putIfAbsent(Milestone.MAIN_STARTED, now);
+            }
+            if (condition(pod, "Ready")) {
+                pods.putIfAbsent(Milestone.READY, now);
+            }
+        }
+    }
+
+    private static boolean condition(Pod pod, String type) {
+        List<PodCondition> conditions = pod.getStatus() == null ? null : pod.getStatus().getConditions();
+        return conditions != null && conditions.stream().anyMatch(c -> type.equals(c.getType())
+                && "True".equals(c.getStatus()));
+    }
+
+    private static ContainerStatus first(List<ContainerStatus> statuses) {
+        return statuses == null || statuses.isEmpty() ? null : statuses.getFirst();
+    }
+
+    /**
+     * Prints, for every pod seen from creation to Ready, the p50 and p90 of each step (a step a pod skipped, such as
+     * the gate of a pod without one, counts 0 and is printed only when some pod had it), the total, and the deletion.
+     */
+    void print(String label) {
+        List<Map<Milestone, Long>> complete = seen.values().stream()
+                .filter(m -> m.containsKey(Milestone.CREATED) && m.containsKey(Milestone.READY)).toList();
+        System.out.printf("start-up breakdown, %s: %d pods (client-side times from a watch, p50 / p90 in ms)%n",
+                          label, complete.size());
+        if (complete.isEmpty()) {
+            return;
+        }
+        Milestone[] all = Milestone.values();
+        for (int i = 1; i < all.length; i++) {
+            Milestone to = all[i];
+            if (complete.stream().noneMatch(m -> m.containsKey(to))) {
+                continue;
+            }
+            List<Long> steps = new ArrayList<>();
+            for (Map<Milestone, Long> m : complete) {
+                Long end = m.get(to);
+                Long start = previous(m, all, i);
+                steps.add(end == null || start == null ? 0 : Math.max(0, end - start) / 1000);
+            }
+            System.out.printf("  %-56s %7.0f %7.0f%n", to.step, WarmPoolBenchmark.p(steps, 50) / 1000.0,
+                              WarmPoolBenchmark.p(steps, 90) / 1000.0);
+        }
+        List<Long> totals = complete.stream().map(m -> (m.get(Milestone.READY) - m.get(Milestone.CREATED)) / 1000).toList();
+        System.out.printf("  %-56s %7.0f %7.0f%n", "total: created to Ready", WarmPoolBenchmark.p(totals, 50) / 1000.0,
+                          WarmPoolBenchmark.p(totals, 90) / 1000.0);
+        List<Long> deletions = deleteAsked.entrySet().stream().filter(e -> gone.containsKey(e.getKey()))
+                .map(e -> (gone.get(e.getKey()) - e.getValue()) / 1000).toList();
+        if (!deletions.isEmpty()) {
+            System.out.printf("  %-56s %7.0f %7.0f%n", "deletion: delete asked to pod gone", WarmPoolBenchmark.p(deletions, 50)
+                    / 1000.0, WarmPoolBenchmark.p(deletions, 90) / 1000.0);
+        }
+    }
+
+    /** The latest milestone before index {@code i} this pod reached (a pod without a gate skips two). */
+    private static Long previous(Map<Milestone, Long> m, Milestone[] all, int i) {
+        for (int j = i - 1; j >= 0; j--) {
+            if (m.containsKey(all[j])) {
+                return m.get(all[j]);
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public void close() {
+        watch.close();
+    }
+}

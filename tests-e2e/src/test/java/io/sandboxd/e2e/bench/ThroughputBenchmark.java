@@ -1,0 +1,174 @@
+package io.sandboxd.e2e.bench;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+
+import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.TestPods;
+
+import io.fabric8.kubernetes.api.model.ObjectMeta;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Issue 11: what the node can start, and how much of it sandboxd serves. Three loops in one run, each
+ * {@code bench.loopSeconds} (40) with {@code bench.workers} (4) workers back to back:
+ * <ul>
+ *   <li>(b) plain pods: the python image running {@code sleep}, no init container, no probes, in a namespace of their
+ *   own: create, wait until Ready, delete;</li>
+ *   <li>(a) pods with a warm pool pod's own spec (copied from a live pool pod, only its manager label changed so that
+ *   sandboxd leaves it alone), in the sandbox namespace, under its admission policies and NetworkPolicies;</li>
+ *   <li>(c) sandboxd itself: clients sending {@code print(1)} to {@code /v1/execute} through the Service.</li>
+ * </ul>
+ * Prints pods (or runs) per second, (c)/(a), (a)/(b), (c)/(b), and where a pod's start goes for (a), for (b) and for
+ * the pool's own pods during (c). Asserts only that every loop got work done.
+ */
+class ThroughputBenchmark {
+    private static final int SECONDS = Integer.getInteger("bench.loopSeconds", 40);
+    private static final int WORKERS = Integer.getInteger("bench.workers", 4);
+    private static final String BENCH_MANAGER = "sandboxd-bench";
+
+    @Test
+    void sandboxdServesWhatTheNodeCanStart() throws Exception {
+        Sandboxd sandboxd = Sandboxd.get();
+        WarmPoolBenchmark.warmUp(sandboxd, 500);
+        KubernetesClient k8s = sandboxd.k8s();
+
+        double plain;
+        try (TestPods ns = TestPods.inFreshNamespace(k8s, "e2e-bench-plain", Map.of("e2e", "bench"));
+             PodTimeline timeline = new PodTimeline(k8s, ns.namespace(), p -> true)) {
+            plain = podLoop(k8s, ns.namespace(), timeline, () -> TestPods.hardenedPod(
+                    null, Map.of("e2e", "bench-plain"), List.of("sleep", "3600")).build());
+            timeline.print("(b) plain pods");
+        }
+
+        Pod template = poolPodTemplate(k8s);
+        double spec;
+        try (PodTimeline timeline = new PodTimeline(k8s, Sandboxd.SANDBOX_NAMESPACE, ThroughputBenchmark::benchPod)) {
+            spec = podLoop(k8s, Sandboxd.SANDBOX_NAMESPACE, timeline, () -> new PodBuilder(template).build());
+            timeline.print("(a) the warm pool pod's spec");
+        }
+        Sandboxd.reconnect();  // the pool refills before sandboxd is measured
+
+        double served;
+        try (PodTimeline timeline = new PodTimeline(k8s, Sandboxd.SANDBOX_NAMESPACE,
+                                                    p -> "sandboxd".equals(manager(p)))) {
+            served = sandboxdLoop(sandboxd);
+            timeline.print("the pool's pods while sandboxd serves (c)");
+        }
+
+        System.out.printf("%-58s %6.2f /s%n", "(b) plain pods, created, Ready, deleted", plain);
+        System.out.printf("%-58s %6.2f /s%n", "(a) the warm pool pod's spec, created, Ready, deleted", spec);
+        System.out.printf("%-58s %6.2f /s%n", "(c) sandboxd, " + WORKERS + " clients sending print(1)", served);
+        System.out.printf("(c)/(a) = %.2f (target >= 0.8)   (a)/(b) = %.2f   (c)/(b) = %.2f (target >= 0.5)%n",
+                          served / spec, spec / plain, served / plain);
+        assertTrue(plain > 0 && spec > 0 && served > 0, "every loop got work done");
+    }
+
+    /** WORKERS workers, each creating a pod, waiting until it is Ready and deleting it; pods Ready per second. */
+    private static double podLoop(KubernetesClient k8s, String namespace, PodTimeline timeline, Supplier<Pod> pod)
+            throws Exception {
+        AtomicInteger ready = new AtomicInteger();
+        AtomicInteger next = new AtomicInteger();
+        long end = System.nanoTime() + Duration.ofSeconds(SECONDS).toNanos();
+        long start = System.nanoTime();
+        try (ExecutorService workers = Executors.newFixedThreadPool(WORKERS)) {
+            List<Future<?>> running = new ArrayList<>();
+            for (int w = 0; w < WORKERS; w++) {
+                running.add(workers.submit(() -> {
+                    while (System.nanoTime() < end) {
+                        Pod p = pod.get();
+                        String name = "bench-" + next.incrementAndGet();
+                        p.getMetadata().setName(name);
+                        timeline.creating(name);
+                        k8s.pods().inNamespace(namespace).resource(p).create();
+                        k8s.pods().inNamespace(namespace).withName(name).waitUntilReady(120, TimeUnit.SECONDS);
+                        if (System.nanoTime() < end) {
+                            ready.incrementAndGet();
+                        }
+                        timeline.deleting(name);
+                        k8s.pods().inNamespace(namespace).withName(name).withGracePeriod(0).delete();
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : running) {
+                f.get(SECONDS + 180L, TimeUnit.SECONDS);
+            }
+        }
+        long elapsed = Math.min(System.nanoTime(), end) - start;
+        return ready.get() / (elapsed / 1e9);
+    }
+
+    /** WORKERS clients sending print(1) back to back through the Service; runs answered 200 per second. */
+    private static double sandboxdLoop(Sandboxd sandboxd) throws Exception {
+        AtomicInteger ok = new AtomicInteger();
+        URI execute = sandboxd.serviceUri().resolve("/v1/execute");
+        String token = sandboxd.token();
+        long end = System.nanoTime() + Duration.ofSeconds(SECONDS).toNanos();
+        long start = System.nanoTime();
+        try (ExecutorService clients = Executors.newFixedThreadPool(WORKERS)) {
+            List<Future<?>> running = new ArrayList<>();
+            for (int c = 0; c < WORKERS; c++) {
+                running.add(clients.submit(() -> {
+                    try (HttpClient http = HttpClient.newHttpClient()) {
+                        while (System.nanoTime() < end) {
+                            HttpResponse<String> r = http.send(HttpRequest.newBuilder(execute)
+                                    .header("Authorization", "Bearer " + token).timeout(Duration.ofMinutes(2))
+                                    .POST(HttpRequest.BodyPublishers.ofString("{\"code\":\"print(1)\"}")).build(),
+                                    HttpResponse.BodyHandlers.ofString());
+                            if (r.statusCode() == 200 && System.nanoTime() < end) {
+                                ok.incrementAndGet();
+                            }
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : running) {
+                f.get(SECONDS + 180L, TimeUnit.SECONDS);
+            }
+        }
+        return ok.get() / ((Math.min(System.nanoTime(), end) - start) / 1e9);
+    }
+
+    /** A live warm pool pod, as sandboxd built it, with what the API server added removed and its manager renamed. */
+    private static Pod poolPodTemplate(KubernetesClient k8s) {
+        Pod live = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("app.kubernetes.io/managed-by", "sandboxd")
+                .withLabel("sandboxd.io/kind", "snippet").withoutLabel("sandboxd.io/session").list().getItems()
+                .stream().findFirst().orElseThrow(() -> new IllegalStateException("no pool pod to copy"));
+        ObjectMeta meta = new ObjectMeta();
+        meta.setLabels(new java.util.HashMap<>(live.getMetadata().getLabels()));
+        meta.getLabels().put("app.kubernetes.io/managed-by", BENCH_MANAGER);
+        meta.getLabels().remove("sandboxd.io/state");
+        meta.setAnnotations(live.getMetadata().getAnnotations());
+        Pod pod = new PodBuilder().withMetadata(meta).withSpec(live.getSpec()).build();
+        pod.getSpec().setNodeName(null);
+        return pod;
+    }
+
+    private static boolean benchPod(Pod pod) {
+        return BENCH_MANAGER.equals(manager(pod));
+    }
+
+    private static String manager(Pod pod) {
+        return pod.getMetadata().getLabels() == null ? null
+                : pod.getMetadata().getLabels().get("app.kubernetes.io/managed-by");
+    }
+}
