@@ -39,6 +39,7 @@ class SandboxdConfigTest {
           readyTimeoutSeconds: 110
           maxRequestBytes: 1048576
           maxResponseBytes: 8388608
+          requireImageDigest: false
           limits: {cpu: "2", memory: 1Gi, ephemeralStorage: 512Mi}
           requests: {cpu: 50m, memory: 64Mi, ephemeralStorage: 64Mi}
         security:
@@ -95,6 +96,7 @@ class SandboxdConfigTest {
         "tool.readyTimeoutSeconds", 60,
         "tool.maxRequestBytes", 2097152,
         "tool.maxResponseBytes", 4194304,
+        "tool.requireImageDigest", true,
         "tool.limits.cpu", "3",
         "tool.limits.memory", "2Gi",
         "tool.requests.cpu", "100m",
@@ -127,6 +129,7 @@ class SandboxdConfigTest {
     assertEquals(60L, (Object) at(config, "sandbox", "tool", "readyTimeoutSeconds"));
     assertEquals(2097152L, (Object) at(config, "sandbox", "tool", "maxRequestBytes"));
     assertEquals(4194304L, (Object) at(config, "sandbox", "tool", "maxResponseBytes"));
+    assertEquals(true, (Object) at(config, "sandbox", "tool", "requireImageDigest"));
     assertEquals(Map.of("cpu", "3", "memory", "2Gi", "ephemeralStorage", "512Mi"), (Object) at(config, "sandbox", "tool", "limits"));
     assertEquals("100m", (Object) at(config, "sandbox", "tool", "requests", "cpu"));
     assertEquals(Map.of("seccompProfileType", "Localhost", "seccompLocalhostProfile", "sandboxd/sandbox-strict.json",
