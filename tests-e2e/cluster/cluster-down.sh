@@ -42,7 +42,8 @@ ip link delete cni0 2>/dev/null
 for v in $(ip -o link show type veth 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep '^veth'); do ip link delete "$v" 2>/dev/null; done
 
 # iptables: kube-proxy's and kube-router's chains and ipsets, then the guard.
-iptables-save 2>/dev/null | grep -qE 'KUBE-|KUBE_ROUTER' && {
+# grep without -q: under pipefail, grep -q leaving early fails the pipeline (SIGPIPE) and the clean-up was skipped.
+iptables-save 2>/dev/null | grep -E 'KUBE-|KUBE_ROUTER' >/dev/null && {
   for t in filter nat mangle; do
     for ch in $(iptables -t "$t" -S 2>/dev/null | awk '/^-N (KUBE|KUBE-ROUTER)/{print $2}'); do iptables -t "$t" -F "$ch" 2>/dev/null; done
     iptables -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j KUBE' | sed 's/^-A/-D/' | while read -r r; do eval iptables -t "$t" "$r" 2>/dev/null; done
