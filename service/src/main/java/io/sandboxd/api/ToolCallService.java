@@ -57,8 +57,8 @@ final class ToolCallService implements HttpService {
                                                                  parser -> CallRequest.read(parser, settings))) {
                     CallRequest request = read.value();
                     pinning.checkRequest(identity, request.image());
-                    ToolOutcome outcome = caller.call(new ToolJob(identity, requestId, request.image(),
-                                                                  request.module(), request.function(), request.args(),
+                    ToolOutcome outcome = caller.call(new ToolJob(identity, requestId, request.module(),
+                                                                  request.function(), request.args(),
                                                                   request.timeoutSeconds()));
                     call.succeeded(outcome.sandboxId(), null, outcome.error() == null ? "ok" : "tool_error");
                     ApiJson.send(res, 200, CallResponse.from(outcome, call.elapsedMillis()));
