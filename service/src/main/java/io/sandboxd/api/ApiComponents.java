@@ -2,7 +2,7 @@ package io.sandboxd.api;
 
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
-import io.sandboxd.run.PoolStatusSource;
+import io.sandboxd.pool.PoolStatusSource;
 import io.sandboxd.run.SnippetRunner;
 import io.sandboxd.run.ToolCaller;
 

@@ -25,7 +25,7 @@ import io.sandboxd.Main;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
 import io.sandboxd.limits.ProjectLimit;
-import io.sandboxd.run.PoolStatus;
+import io.sandboxd.pool.PoolStatus;
 import io.sandboxd.run.SnippetJob;
 import io.sandboxd.run.SnippetOutcome;
 import io.sandboxd.run.ToolJob;
