@@ -39,6 +39,7 @@ class SandboxdConfigTest {
           readyTimeoutSeconds: 110
           maxRequestBytes: 1048576
           maxResponseBytes: 8388608
+          requireImageDigest: false
           limits: {cpu: "2", memory: 1Gi, ephemeralStorage: 512Mi}
           requests: {cpu: 50m, memory: 64Mi, ephemeralStorage: 64Mi}
         security:
@@ -71,6 +72,14 @@ class SandboxdConfigTest {
   @Test
   void defaultsAreTheContractDefaults() {
     assertEquals(Yaml.read(CONTRACT_DEFAULTS), applicationYaml(HelmChart.render()));
+  }
+
+  @Test
+  void theseAreTheDefaultsInternalContractsShows() throws Exception {
+    String doc = java.nio.file.Files.readString(HelmChart.CHART.resolve("../../docs/internal-contracts.md").normalize());
+    int section = doc.indexOf("## sandboxd configuration");
+    int start = doc.indexOf("```yaml\n", section) + "```yaml\n".length();
+    assertEquals(Yaml.read(CONTRACT_DEFAULTS), Yaml.read(doc.substring(start, doc.indexOf("```", start))));
   }
 
   @Test
