@@ -196,9 +196,9 @@ sandboxd's pods, a different one per kind when the range allows.
 {{- end }}
 
 {{/*
-Pod securityContext of a sandbox pod: what sandboxd sets and the admission policies and
-PodSecurity restricted demand, with the pod's uid (dict "ctx" $ "uid" UID). Used by the helm-test
-probe pods, which must look exactly like sandboxd's.
+Pod securityContext of a sandbox pod: what sandboxd sets (PodHardening.podSecurityContext) and the
+admission policies and PodSecurity restricted demand, with the pod's uid (dict "ctx" $ "uid" UID).
+Used by the helm-test probe pods, which must look exactly like sandboxd's (ProbeHardeningTest).
 */}}
 {{- define "sandboxd.sandboxPodSecurityContext" -}}
 {{- $ := .ctx }}
@@ -215,10 +215,13 @@ seccompProfile:
 
 {{/*
 Container securityContext of a container of a sandbox pod (dict "ctx" $ "uid" UID): as sandboxd
-writes it, with the pod's own uid.
+writes it (PodHardening.containerSecurityContext), with the pod's own uid. ProbeHardeningTest holds
+the two alike.
 */}}
 {{- define "sandboxd.sandboxContainerSecurityContext" -}}
+{{- $ := .ctx }}
 allowPrivilegeEscalation: false
+privileged: false
 readOnlyRootFilesystem: true
 runAsNonRoot: true
 runAsUser: {{ .uid }}
@@ -226,6 +229,11 @@ runAsGroup: {{ .uid }}
 capabilities:
   drop:
     - ALL
+seccompProfile:
+  type: {{ $.Values.seccomp.profileType }}
+  {{- if eq $.Values.seccomp.profileType "Localhost" }}
+  localhostProfile: {{ include "sandboxd.localhostProfile" $ }}
+  {{- end }}
 {{- end }}
 
 {{/*
@@ -277,7 +285,8 @@ spec:
   automountServiceAccountToken: false
   enableServiceLinks: false
   restartPolicy: Never
-  terminationGracePeriodSeconds: 1
+  # As sandboxd's pods (PodHardening): a sandbox is killed at once, never given time to act on a stop.
+  terminationGracePeriodSeconds: 0
   activeDeadlineSeconds: {{ $.Values.probe.timeoutSeconds | int64 }}
   {{- with $.Values.runtimeClassName }}
   runtimeClassName: {{ . }}

@@ -20,11 +20,12 @@ import io.sandboxd.pool.PodWrites;
 import io.sandboxd.pool.PoolCounters;
 import io.sandboxd.pool.PoolLeadership;
 import io.sandboxd.pool.PoolReconciler;
+import io.sandboxd.pool.PoolStatusSource;
 import io.sandboxd.pool.PoolTimes;
 import io.sandboxd.pool.SessionPods;
 import io.sandboxd.pool.WarmPool;
+import io.sandboxd.pool.WarmPoolStatus;
 import io.sandboxd.run.PodToolCaller;
-import io.sandboxd.run.PoolStatusSource;
 import io.sandboxd.run.PooledSnippetRunner;
 import io.sandboxd.run.ProjectLimits;
 import io.sandboxd.run.SnippetRunner;
@@ -49,7 +50,7 @@ final class ClusterSandboxes implements AutoCloseable {
     private final WarmPool pool;
     private final PoolReconciler reconciler;
     private final PoolLeadership leadership;
-    private final PooledSnippetRunner pooledRunner;
+    private final PoolStatusSource poolStatus;
     private final SnippetRunner snippetRunner;
     private final ToolCaller toolCaller;
 
@@ -86,9 +87,9 @@ final class ClusterSandboxes implements AutoCloseable {
                                                                       budget.sessionMaxLifetime(),
                                                                       budget.sessionPodDeadline()));
         ProjectLimits projectLimits = new ProjectLimits(config.projectLimits());
-        pooledRunner = new PooledSnippetRunner(pool, sessions, executor, counters, snippet.poolTarget(),
-                                               budget.warmWait());
-        snippetRunner = projectLimits.snippets(pooledRunner);
+        poolStatus = new WarmPoolStatus(pool, counters, snippet.poolTarget());
+        snippetRunner = projectLimits.snippets(new PooledSnippetRunner(pool, sessions, executor, counters,
+                                                                       budget.warmWait()));
 
         toolCaller = projectLimits.tools(new PodToolCaller(toolPods, writes,
                                                            new ToolPodSpec(namespace, tool, config.security(),
@@ -129,7 +130,7 @@ final class ClusterSandboxes implements AutoCloseable {
      * @return the pool status
      */
     PoolStatusSource poolStatus() {
-        return pooledRunner;
+        return poolStatus;
     }
 
     /**

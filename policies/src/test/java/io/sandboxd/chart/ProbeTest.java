@@ -181,7 +181,7 @@ class ProbeTest {
     return denials;
   }
 
-  private static List<Map<String, Object>> probePods(HelmChart.Rendered rendered) {
+  static List<Map<String, Object>> probePods(HelmChart.Rendered rendered) {
     Map<String, Object> config = config(rendered);
     List<Map<String, Object>> probes = (List<Map<String, Object>>) config.get("probes");
     return probes.stream().map(p -> Yaml.copy((Map<String, Object>) p.get("pod"))).toList();

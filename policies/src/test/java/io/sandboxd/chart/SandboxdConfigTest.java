@@ -75,6 +75,14 @@ class SandboxdConfigTest {
   }
 
   @Test
+  void theseAreTheDefaultsInternalContractsShows() throws Exception {
+    String doc = java.nio.file.Files.readString(HelmChart.CHART.resolve("../../docs/internal-contracts.md").normalize());
+    int section = doc.indexOf("## sandboxd configuration");
+    int start = doc.indexOf("```yaml\n", section) + "```yaml\n".length();
+    assertEquals(Yaml.read(CONTRACT_DEFAULTS), Yaml.read(doc.substring(start, doc.indexOf("```", start))));
+  }
+
+  @Test
   void everyLimitAndKnobIsAValue() {
     Map<String, Object> config = applicationYaml(HelmChart.render(values(
         "sandboxNamespace.name", "sandboxes",

@@ -2,12 +2,13 @@ package io.sandboxd.api;
 
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
-import io.sandboxd.run.PoolStatusSource;
+import io.sandboxd.pool.PoolStatusSource;
 import io.sandboxd.run.SnippetRunner;
 import io.sandboxd.run.ToolCaller;
 
 /**
- * What the HTTP layer needs.
+ * What the HTTP layer needs, as Main and the tests wire it: {@link ApiRouting} hands each filter and route only its
+ * own part.
  *
  * @param auth     project token check
  * @param snippets snippet runs

@@ -3,7 +3,7 @@ package io.sandboxd.api;
 import java.time.Duration;
 import java.util.List;
 
-import io.sandboxd.run.PoolStatusSource;
+import io.sandboxd.pool.PoolStatusSource;
 
 import io.helidon.metrics.api.Counter;
 import io.helidon.metrics.api.Gauge;

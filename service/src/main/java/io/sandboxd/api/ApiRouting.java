@@ -4,8 +4,9 @@ import io.helidon.webserver.ListenerConfig;
 import io.helidon.webserver.http.HttpRouting;
 
 /**
- * The HTTP API: request ids, error mapping and the three routes, and the listener settings they rely on. Main and the
- * tests use these same methods.
+ * The HTTP API: request ids, draining, project authentication (a filter: the routes read the verified caller from the
+ * request context), error mapping and the three routes, each given only what it uses; and the listener settings they
+ * rely on. Main and the tests use these same methods.
  */
 public final class ApiRouting {
 
@@ -19,11 +20,15 @@ public final class ApiRouting {
      * @param components what the routes need
      */
     public static void register(HttpRouting.Builder routing, ApiComponents components) {
+        RouteCalls calls = new RouteCalls(components.metrics(), components.inFlight());
         routing.addFilter(new RequestIdFilter());
         routing.addFilter(new DrainFilter(components.inFlight()));
+        routing.addFilter(new ProjectAuthentication(components.auth(), calls, ExecuteService.PATH,
+                                                    ToolCallService.PATH));
         ErrorMapping.register(routing);
-        routing.register(new ExecuteService(components),
-                         new ToolCallService(components),
+        routing.register(new ExecuteService(components.snippets(), components.snippet(), components.bodies().execute(),
+                                            calls),
+                         new ToolCallService(components.tools(), components.tool(), components.bodies().call(), calls),
                          new PoolService(components.pool()));
     }
 

@@ -13,7 +13,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 /**
  * A validated {@code POST /v1/call} body.
  *
- * @param image          the agent's image
+ * @param image          the image the caller asks for: only checked against its token's (D2), never run
  * @param module         Python module (default {@code agent})
  * @param function       function name
  * @param args           keyword arguments, a JSON object kept as its compact text (see {@link CompactJson}); sandboxd

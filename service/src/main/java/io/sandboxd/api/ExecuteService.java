@@ -12,26 +12,29 @@ import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 
 /**
- * {@code POST /v1/execute}: one Python snippet in a single-use pod (or the caller's D4 session pod).
+ * {@code POST /v1/execute}: one Python snippet in a single-use pod (or the caller's D4 session pod), for the caller
+ * {@link ProjectAuthentication} verified.
  */
 final class ExecuteService implements HttpService {
 
     static final String PATH = "/v1/execute";
 
-    private final ProjectAuthenticator auth;
     private final SnippetRunner runner;
     private final SnippetSettings settings;
-    private final ApiMetrics metrics;
-    private final InFlightRequests inFlight;
     private final JsonBody body;
+    private final RouteCalls calls;
 
-    ExecuteService(ApiComponents components) {
-        this.auth = components.auth();
-        this.runner = components.snippets();
-        this.settings = components.snippet();
-        this.metrics = components.metrics();
-        this.inFlight = components.inFlight();
-        this.body = components.bodies().execute();
+    /**
+     * @param runner   snippet runs
+     * @param settings snippet settings (timeouts)
+     * @param body     how the route's body is read (its cap, the replica's body budget)
+     * @param calls    audit and metrics of each call
+     */
+    ExecuteService(SnippetRunner runner, SnippetSettings settings, JsonBody body, RouteCalls calls) {
+        this.runner = runner;
+        this.settings = settings;
+        this.body = body;
+        this.calls = calls;
     }
 
     @Override
@@ -44,9 +47,9 @@ final class ExecuteService implements HttpService {
 
     private void execute(ServerRequest req, ServerResponse res) {
         String requestId = RequestId.of(req);
-        try (RouteCall call = new RouteCall(PATH, requestId, metrics, inFlight)) {
+        ProjectIdentity caller = ProjectAuthentication.caller(req);
+        try (RouteCall call = calls.open(PATH, requestId)) {
             try {
-                ProjectIdentity caller = auth.authenticate(req);
                 call.caller(caller);
                 // the body's budget charge is held until the run ends: its code and files stay in memory until then
                 try (JsonBody.Read<ExecuteRequest> read = body.read(req, caller.project(),

@@ -1,6 +1,6 @@
 package io.sandboxd.api;
 
-import io.sandboxd.run.PoolStatusSource;
+import io.sandboxd.pool.PoolStatusSource;
 
 import io.helidon.webserver.http.HttpRules;
 import io.helidon.webserver.http.HttpService;

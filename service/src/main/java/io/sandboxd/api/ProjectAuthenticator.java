@@ -11,7 +11,7 @@ import io.helidon.webserver.http.ServerRequest;
 
 /**
  * D1: the caller's project token from {@code Authorization: Bearer <token>}; any problem is a 401 whose message says
- * what happened and what to do.
+ * what happened and what to do. Applied by {@link ProjectAuthentication}, the filter in front of the routes.
  */
 public final class ProjectAuthenticator {
 

@@ -13,27 +13,29 @@ import io.helidon.webserver.http.ServerResponse;
 
 /**
  * {@code POST /v1/call}: one tool function in a one-use pod from the caller's own image (D2: only the image named in
- * the caller's token).
+ * the caller's token), for the caller {@link ProjectAuthentication} verified.
  */
 final class ToolCallService implements HttpService {
 
     static final String PATH = "/v1/call";
 
-    private final ProjectAuthenticator auth;
     private final ToolCaller caller;
     private final ToolSettings settings;
-    private final ApiMetrics metrics;
-    private final InFlightRequests inFlight;
     private final JsonBody body;
+    private final RouteCalls calls;
     private final ImagePinning pinning;
 
-    ToolCallService(ApiComponents components) {
-        this.auth = components.auth();
-        this.caller = components.tools();
-        this.settings = components.tool();
-        this.metrics = components.metrics();
-        this.inFlight = components.inFlight();
-        this.body = components.bodies().call();
+    /**
+     * @param caller   tool calls
+     * @param settings tool settings (timeouts, digest-required mode)
+     * @param body     how the route's body is read (its cap, the replica's body budget)
+     * @param calls    audit and metrics of each call
+     */
+    ToolCallService(ToolCaller caller, ToolSettings settings, JsonBody body, RouteCalls calls) {
+        this.caller = caller;
+        this.settings = settings;
+        this.body = body;
+        this.calls = calls;
         this.pinning = new ImagePinning(settings.requireImageDigest());
     }
 
@@ -47,9 +49,9 @@ final class ToolCallService implements HttpService {
 
     private void call(ServerRequest req, ServerResponse res) {
         String requestId = RequestId.of(req);
-        try (RouteCall call = new RouteCall(PATH, requestId, metrics, inFlight)) {
+        ProjectIdentity identity = ProjectAuthentication.caller(req);
+        try (RouteCall call = calls.open(PATH, requestId)) {
             try {
-                ProjectIdentity identity = auth.authenticate(req);
                 call.caller(identity);
                 pinning.checkToken(identity);
                 // the body's budget charge is held until the call ends: its args stay in memory until then
@@ -57,8 +59,8 @@ final class ToolCallService implements HttpService {
                                                                  parser -> CallRequest.read(parser, settings))) {
                     CallRequest request = read.value();
                     pinning.checkRequest(identity, request.image());
-                    ToolOutcome outcome = caller.call(new ToolJob(identity, requestId, request.image(),
-                                                                  request.module(), request.function(), request.args(),
+                    ToolOutcome outcome = caller.call(new ToolJob(identity, requestId, request.module(),
+                                                                  request.function(), request.args(),
                                                                   request.timeoutSeconds()));
                     call.succeeded(outcome.sandboxId(), null, outcome.error() == null ? "ok" : "tool_error");
                     ApiJson.send(res, 200, CallResponse.from(outcome, call.elapsedMillis()));

@@ -3,7 +3,10 @@ package io.sandboxd.config;
 import io.helidon.config.Config;
 
 /**
- * The {@code sandbox} section of the configuration, typed. Defaults are those of docs/internal-contracts.md.
+ * The {@code sandbox} section of the configuration, typed. Defaults are those of docs/internal-contracts.md, and the
+ * service names each exactly once: in the {@code from} of its settings record (the classpath {@code application.yaml}
+ * repeats none of them). The chart's values render the same defaults ({@code ChartDefaultsTest} in the policies module
+ * holds the two together).
  */
 public record SandboxConfig(String namespace,
                             SnippetSettings snippet,
@@ -13,6 +16,13 @@ public record SandboxConfig(String namespace,
                             ProjectLimitSettings projectLimits,
                             RequestBodySettings requestBodies,
                             LifecycleSettings lifecycle) {
+
+    /**
+     * @return every setting at its default: what sandboxd runs with when the operator's file sets nothing
+     */
+    public static SandboxConfig defaults() {
+        return from(Config.empty());
+    }
 
     /**
      * Reads the {@code sandbox} node.

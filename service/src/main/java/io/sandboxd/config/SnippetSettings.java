@@ -8,7 +8,9 @@ import io.helidon.config.Config;
  * @param image                 snippet sandbox image
  * @param poolTarget            number of unused pool pods the pool keeps (warm or reserved)
  * @param reservePerReplica     most pool pods one replica reserves ahead of its requests (0: a request claims a pod
- *                              itself, with one API write on its path)
+ *                              itself, with one API write on its path); unset, {@code poolTarget}: the chart's
+ *                              ceil(poolTarget / replicaCount) for the one replica sandboxd alone is (the chart always
+ *                              renders the value, 2 for its default 3 pods and 2 replicas)
  * @param defaultTimeoutSeconds timeout used when the request gives none (or 0)
  * @param maxTimeoutSeconds     largest accepted {@code timeout_s}
  * @param warmWaitSeconds       how long a request waits for a warm pod before 503

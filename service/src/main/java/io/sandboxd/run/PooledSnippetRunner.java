@@ -14,13 +14,12 @@ import io.sandboxd.sandbox.PodCallFailed;
  * Snippet runs on the cluster: a single-use pod from the warm pool, destroyed after the run; or, with a session id,
  * the session's own pod, kept for the next run.
  */
-public final class PooledSnippetRunner implements SnippetRunner, PoolStatusSource {
+public final class PooledSnippetRunner implements SnippetRunner {
 
     private final WarmPool pool;
     private final SessionPods sessions;
     private final ExecutorClient executor;
     private final PoolCounters counters;
-    private final int target;
     private final Duration warmWait;
 
     /**
@@ -28,16 +27,14 @@ public final class PooledSnippetRunner implements SnippetRunner, PoolStatusSourc
      * @param sessions session pods
      * @param executor executor client
      * @param counters counters
-     * @param target   pool target (reported)
      * @param warmWait longest wait for a warm pod
      */
     public PooledSnippetRunner(WarmPool pool, SessionPods sessions, ExecutorClient executor, PoolCounters counters,
-                               int target, Duration warmWait) {
+                               Duration warmWait) {
         this.pool = pool;
         this.sessions = sessions;
         this.executor = executor;
         this.counters = counters;
-        this.target = target;
         this.warmWait = warmWait;
     }
 
@@ -80,10 +77,5 @@ public final class PooledSnippetRunner implements SnippetRunner, PoolStatusSourc
 
     private ExecutorReply execute(ClaimedPod pod, SnippetJob job) throws PodCallFailed {
         return executor.run(pod.ip(), pod.token(), pod.reachable(), job.code(), job.timeoutSeconds(), job.files());
-    }
-
-    @Override
-    public PoolStatus status() {
-        return new PoolStatus(pool.warmCount(), target, counters.inFlight(), counters.createdTotal());
     }
 }

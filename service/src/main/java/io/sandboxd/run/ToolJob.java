@@ -4,11 +4,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.sandboxd.tokens.ProjectIdentity;
 
 /**
- * One validated tool call.
+ * One validated tool call. It names no image of its own: the pod runs the image of the caller's token (D2), so no
+ * other image can reach a pod spec by construction ({@code api/ImagePinning} refuses a request naming another one).
  *
  * @param caller         verified caller
  * @param requestId      request id
- * @param image          the agent's image (equal to the token's)
  * @param module         Python module
  * @param function       function
  * @param args           keyword arguments: a JSON object, kept as its compact text (passed on, never read)
@@ -16,9 +16,15 @@ import io.sandboxd.tokens.ProjectIdentity;
  */
 public record ToolJob(ProjectIdentity caller,
                       String requestId,
-                      String image,
                       String module,
                       String function,
                       JsonNode args,
                       int timeoutSeconds) {
+
+    /**
+     * @return the image the tool pod runs: the one the caller's token names
+     */
+    public String image() {
+        return caller.image();
+    }
 }

@@ -25,7 +25,7 @@ import io.sandboxd.Main;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
 import io.sandboxd.limits.ProjectLimit;
-import io.sandboxd.run.PoolStatus;
+import io.sandboxd.pool.PoolStatus;
 import io.sandboxd.run.SnippetJob;
 import io.sandboxd.run.SnippetOutcome;
 import io.sandboxd.run.ToolJob;
@@ -488,8 +488,9 @@ class ApiRoutingTest {
         try {
             HttpResponse<String> ok = post("/v1/execute", "{\"code\":\"1\"}", token());
             post("/v1/call", "{\"image\":\"evil:1\",\"function\":\"f\"}", token());
+            post("/v1/execute", "{\"code\":\"1\"}", null);
             send(HttpRequest.newBuilder(uri.resolve("/v1/pool")).GET());
-            assertEquals(2, records.size(), "one line per call to /v1/execute and /v1/call");
+            assertEquals(3, records.size(), "one line per call to /v1/execute and /v1/call, refused ones too");
 
             Map<?, ?> run = (Map<?, ?>) records.get(0).getParameters()[0];
             assertEquals("/v1/execute", run.get("route"));
@@ -505,6 +506,11 @@ class ApiRoutingTest {
             assertEquals("/v1/call", refused.get("route"));
             assertEquals(403, refused.get("status"));
             assertEquals("forbidden", refused.get("outcome"));
+
+            Map<?, ?> unauthenticated = (Map<?, ?>) records.get(2).getParameters()[0];
+            assertEquals("/v1/execute", unauthenticated.get("route"));
+            assertEquals(401, unauthenticated.get("status"));
+            assertNull(unauthenticated.get("project"));
         } finally {
             audit.removeHandler(handler);
         }

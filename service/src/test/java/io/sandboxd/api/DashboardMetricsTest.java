@@ -13,7 +13,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import io.sandboxd.Main;
-import io.sandboxd.run.PoolStatus;
+import io.sandboxd.pool.PoolStatus;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;

@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.sandboxd.Main;
 import io.sandboxd.TestSettings;
-import io.sandboxd.run.PoolStatus;
+import io.sandboxd.pool.PoolStatus;
 import io.sandboxd.run.SnippetOutcome;
 import io.sandboxd.sandbox.ExecutorReply;
 import io.sandboxd.tokens.KeyDirectory;

@@ -34,7 +34,7 @@ import io.sandboxd.config.ResourceSettings;
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
 import io.sandboxd.logging.JsonLogFormatter;
-import io.sandboxd.run.PoolStatus;
+import io.sandboxd.pool.PoolStatus;
 import io.sandboxd.run.SnippetJob;
 import io.sandboxd.run.SnippetOutcome;
 import io.sandboxd.run.ToolJob;

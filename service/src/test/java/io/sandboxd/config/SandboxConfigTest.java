@@ -16,6 +16,12 @@ class SandboxConfigTest {
     Path dir;
 
     @Test
+    void theClasspathFileAddsNoDefaultsOfItsOwn() {
+        assertEquals(SandboxConfig.defaults(), SandboxConfig.from(ConfigLoader.load(null).get("sandbox")),
+                     "a sandbox key in the classpath application.yaml would be a second copy of a default");
+    }
+
+    @Test
     void classpathDefaultsAreTheContractDefaults() {
         SandboxConfig config = SandboxConfig.from(ConfigLoader.load(null).get("sandbox"));
         assertEquals("cai-sandbox", config.namespace());

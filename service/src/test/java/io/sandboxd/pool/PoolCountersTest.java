@@ -18,7 +18,6 @@ import java.util.function.BooleanSupplier;
 import io.sandboxd.TestSettings;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
-import io.sandboxd.run.PoolStatus;
 
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
@@ -251,9 +250,9 @@ class PoolCountersTest {
             pool.start();
         }
 
-        /** What PooledSnippetRunner.status() answers on this replica. */
+        /** What GET /v1/pool answers on this replica. */
         PoolStatus status() {
-            return new PoolStatus(pool.warmCount(), TARGET, counters.inFlight(), counters.createdTotal());
+            return new WarmPoolStatus(pool, counters, TARGET).status();
         }
 
         @Override

@@ -82,7 +82,7 @@ class PodToolCallerTest {
     }
 
     private static ToolJob job() {
-        return new ToolJob(new ProjectIdentity("proj", "agent", "img:1"), "req-1", "img:1", "agent", "get_weather",
+        return new ToolJob(new ProjectIdentity("proj", "agent", "img:1"), "req-1", "agent", "get_weather",
                            JSON.createObjectNode().put("city", "Reykjavik"), 5);
     }
 

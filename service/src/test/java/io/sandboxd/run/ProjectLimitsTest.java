@@ -120,7 +120,7 @@ class ProjectLimitsTest {
     }
 
     private static ToolJob toolJob(String project) {
-        return new ToolJob(new ProjectIdentity(project, "agent", "img"), "req", "img", "agent", "f", null, 5);
+        return new ToolJob(new ProjectIdentity(project, "agent", "img"), "req", "agent", "f", null, 5);
     }
 
     private static SnippetOutcome outcome() {

@@ -1,4 +1,4 @@
-package io.sandboxd.run;
+package io.sandboxd.pool;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 

@@ -1,4 +1,4 @@
-package io.sandboxd.run;
+package io.sandboxd.pool;
 
 /**
  * Source of the pool status.

@@ -1,0 +1,44 @@
+package io.sandboxd.chart;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.sandboxd.config.DeadlineBudget;
+import io.sandboxd.config.SandboxConfig;
+import io.sandboxd.pods.SnippetPodSpec;
+import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.policies.Yaml;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Every kind of pod sandboxd writes, built by the service's own {@link SnippetPodSpec} and {@link ToolPodSpec} from the
+ * settings a chart install gives it, as the maps the policy evaluator reads: a pool pod, a session pod and a tool pod.
+ */
+final class BuiltPods {
+
+  static final String AGENT_IMAGE =
+      "registry.example/agents/analyst@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private BuiltPods() {}
+
+  /** @return each kind of pod, by name, built from the application.yaml this render gives sandboxd */
+  static Map<String, Map<String, Object>> of(HelmChart.Rendered rendered) {
+    SandboxConfig config = ChartDefaultsTest.asSandboxdReadsIt(rendered);
+    SnippetPodSpec snippets = new SnippetPodSpec(config.namespace(), config.snippet(), config.security());
+    ToolPodSpec tools = new ToolPodSpec(config.namespace(), config.tool(), config.security(), config.snippet().image());
+    Map<String, Map<String, Object>> pods = new LinkedHashMap<>();
+    pods.put("pool pod", map(snippets.poolPod()));
+    pods.put("session pod", map(snippets.sessionPod("0123456789abcdef0123456789abcdef", "replica-1/request-1",
+        Map.of())));
+    pods.put("tool pod", map(tools.pod(AGENT_IMAGE, "proj-a", "analyst", "request-2",
+        DeadlineBudget.of(config).toolPodDeadline(config.tool().maxTimeoutSeconds()))));
+    return pods;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> map(Pod pod) {
+    return Yaml.normalize((Map<String, Object>) JSON.convertValue(pod, Map.class));
+  }
+}
