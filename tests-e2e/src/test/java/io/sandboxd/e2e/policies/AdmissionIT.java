@@ -61,6 +61,8 @@ class AdmissionIT {
     private static final String ALSO_BREAKS = "fixtures.sandboxd.io/also-breaks";
     private static final String PARAM_PREFIX = "fixtures.sandboxd.io/param-";
     private static final String ABSENT_HANDLER = "sandboxd-e2e-absent";
+    /** The snippet image the fixtures name: the chart's default. */
+    private static final String FIXTURE_SNIPPET_IMAGE = "sandboxd.local/snippet-sandbox:dev";
     private static KubernetesClient admin;
     private static KubernetesClient asSandboxd;
     private static Map<String, String> installedParams;
@@ -244,7 +246,26 @@ class AdmissionIT {
             Pod pod = admin.getKubernetesSerialization().unmarshal(in, Pod.class);
             pod.getMetadata().setName(null);
             pod.getMetadata().setGenerateName("fixture-");
+            asInstalled(pod);
             return pod;
+        }
+    }
+
+    /**
+     * The fixtures are written for the chart's default images: where a fixture names the default snippet image (its
+     * isolation gate, a sandbox's own container), it gets the installed one, which a release names by its registry
+     * and digest. A fixture that names another image on purpose keeps it.
+     */
+    private static void asInstalled(Pod pod) {
+        String installed = installedParams.getOrDefault("isolationGateImage", FIXTURE_SNIPPET_IMAGE);
+        List<io.fabric8.kubernetes.api.model.Container> containers = new ArrayList<>(pod.getSpec().getContainers());
+        if (pod.getSpec().getInitContainers() != null) {
+            containers.addAll(pod.getSpec().getInitContainers());
+        }
+        for (io.fabric8.kubernetes.api.model.Container c : containers) {
+            if (FIXTURE_SNIPPET_IMAGE.equals(c.getImage())) {
+                c.setImage(installed);
+            }
         }
     }
 
