@@ -46,9 +46,10 @@ class AllReplicasGoneIT {
         // A session pod, and two finished runs whose pods their replica would delete, were it alive.
         ApiResponse session = sandboxd.execute(Map.of("code", "print(1)", "session_id", "all-gone"));
         assertEquals(200, session.status(), session.toString());
-        Pod sessionPod = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("sandboxd.io/session")
-                .list().getItems().stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null)
-                .findFirst().orElseThrow();
+        // This session's pod, named in the answer (other tests' sessions of other projects may still live).
+        Pod sessionPod = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
+                .withName(session.json().path("sandbox_id").asText()).get();
+        assertNotNull(sessionPod, "the session's pod: " + session);
         assertEquals(SESSION_DEADLINE.toSeconds(), sessionPod.getSpec().getActiveDeadlineSeconds(),
                      "a session pod ends at its longest life plus the orphan margins, sandboxd or not");
 
