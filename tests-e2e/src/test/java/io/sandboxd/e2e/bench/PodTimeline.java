@@ -52,7 +52,11 @@ final class PodTimeline implements AutoCloseable {
         this.watch = k8s.pods().inNamespace(namespace).watch(new Watcher<>() {
             @Override
             public void eventReceived(Action action, Pod pod) {
-                observe(action, pod, System.nanoTime());
+                try {
+                    observe(action, pod, System.nanoTime());
+                } catch (RuntimeException e) {
+                    System.out.println("[bench] pod timeline: " + e);  // a pod left out, said; the watch goes on
+                }
             }
 
             @Override
@@ -65,6 +69,14 @@ final class PodTimeline implements AutoCloseable {
     /** The client is about to create the pod named so (more exact than the watch's ADDED event). */
     void creating(String name) {
         seen.computeIfAbsent(name, n -> new EnumMap<>(Milestone.class)).put(Milestone.CREATED, System.nanoTime());
+    }
+
+    /** The client saw the pod named so Ready (its own wait returned): the end of its start, watch or not. */
+    void ready(String name) {
+        Map<Milestone, Long> pods = seen.computeIfAbsent(name, n -> new EnumMap<>(Milestone.class));
+        synchronized (pods) {
+            pods.putIfAbsent(Milestone.READY, System.nanoTime());
+        }
     }
 
     /** The client is about to delete the pod named so. */
@@ -89,6 +101,9 @@ final class PodTimeline implements AutoCloseable {
             }
             if (condition(pod, "PodReadyToStartContainers")) {
                 pods.putIfAbsent(Milestone.SANDBOX_READY, now);
+            }
+            if (pod.getStatus() == null) {
+                return;
             }
             ContainerStatus gate = first(pod.getStatus().getInitContainerStatuses());
             if (gate != null && (gate.getState().getRunning() != null || gate.getState().getTerminated() != null)) {
@@ -130,7 +145,11 @@ final class PodTimeline implements AutoCloseable {
             return;
         }
         Milestone[] all = Milestone.values();
-        for (int i = 1; i < all.length; i++) {
+        if (complete.stream().noneMatch(m -> m.containsKey(Milestone.SCHEDULED))) {
+            // Known gap: on the local cluster the watch has delivered no event to this class yet; the totals stand.
+            System.out.println("  (the watch delivered no pod events: no per-step breakdown, totals only)");
+        }
+        for (int i = 1; i < all.length && complete.stream().anyMatch(m -> m.containsKey(Milestone.SCHEDULED)); i++) {
             Milestone to = all[i];
             if (complete.stream().noneMatch(m -> m.containsKey(to))) {
                 continue;
