@@ -82,30 +82,24 @@ class ThroughputBenchmark {
         assertTrue(plain > 0 && spec > 0 && served > 0, "every loop got work done");
     }
 
-    /** WORKERS workers, each creating a pod, waiting until it is Ready and deleting it; pods Ready per second. */
-    private static double podLoop(KubernetesClient k8s, String namespace, PodTimeline timeline, Supplier<Pod> pod)
-            throws Exception {
-        AtomicInteger ready = new AtomicInteger();
-        AtomicInteger next = new AtomicInteger();
-        long end = System.nanoTime() + Duration.ofSeconds(SECONDS).toNanos();
+    /** One unit of a loop's work; true when it counts (a pod Ready, a run answered 200). */
+    private interface Step {
+        boolean run() throws Exception;
+    }
+
+    /** WORKERS workers doing {@code step} back to back for SECONDS; steps that counted and ended in time, per second. */
+    private static double perSecond(Step step) throws Exception {
+        AtomicInteger counted = new AtomicInteger();
         long start = System.nanoTime();
+        long end = start + Duration.ofSeconds(SECONDS).toNanos();
         try (ExecutorService workers = Executors.newFixedThreadPool(WORKERS)) {
             List<Future<?>> running = new ArrayList<>();
             for (int w = 0; w < WORKERS; w++) {
                 running.add(workers.submit(() -> {
                     while (System.nanoTime() < end) {
-                        Pod p = pod.get();
-                        String name = "bench-" + next.incrementAndGet();
-                        p.getMetadata().setName(name);
-                        timeline.creating(name);
-                        k8s.pods().inNamespace(namespace).resource(p).create();
-                        k8s.pods().inNamespace(namespace).withName(name).waitUntilReady(120, TimeUnit.SECONDS);
-                        timeline.ready(name);
-                        if (System.nanoTime() < end) {
-                            ready.incrementAndGet();
+                        if (step.run() && System.nanoTime() < end) {
+                            counted.incrementAndGet();
                         }
-                        timeline.deleting(name);
-                        k8s.pods().inNamespace(namespace).withName(name).withGracePeriod(0).delete();
                     }
                     return null;
                 }));
@@ -114,40 +108,39 @@ class ThroughputBenchmark {
                 f.get(SECONDS + 180L, TimeUnit.SECONDS);
             }
         }
-        long elapsed = Math.min(System.nanoTime(), end) - start;
-        return ready.get() / (elapsed / 1e9);
+        return counted.get() / ((Math.min(System.nanoTime(), end) - start) / 1e9);
     }
 
-    /** WORKERS clients sending print(1) back to back through the Service; runs answered 200 per second. */
+    /** Each worker creating a pod, waiting until it is Ready and deleting it; pods Ready per second. */
+    private static double podLoop(KubernetesClient k8s, String namespace, PodTimeline timeline, Supplier<Pod> pod)
+            throws Exception {
+        AtomicInteger next = new AtomicInteger();
+        return perSecond(() -> {
+            Pod p = pod.get();
+            String name = "bench-" + next.incrementAndGet();
+            p.getMetadata().setName(name);
+            timeline.creating(name);
+            k8s.pods().inNamespace(namespace).resource(p).create();
+            k8s.pods().inNamespace(namespace).withName(name).waitUntilReady(120, TimeUnit.SECONDS);
+            timeline.ready(name);
+            timeline.deleting(name);
+            k8s.pods().inNamespace(namespace).withName(name).withGracePeriod(0).delete();
+            return true;
+        });
+    }
+
+    /** Each worker a client sending print(1) back to back through the Service; runs answered 200 per second. */
     private static double sandboxdLoop(Sandboxd sandboxd) throws Exception {
-        AtomicInteger ok = new AtomicInteger();
         URI execute = sandboxd.serviceUri().resolve("/v1/execute");
         String token = sandboxd.token();
-        long end = System.nanoTime() + Duration.ofSeconds(SECONDS).toNanos();
-        long start = System.nanoTime();
-        try (ExecutorService clients = Executors.newFixedThreadPool(WORKERS)) {
-            List<Future<?>> running = new ArrayList<>();
-            for (int c = 0; c < WORKERS; c++) {
-                running.add(clients.submit(() -> {
-                    try (HttpClient http = HttpClient.newHttpClient()) {
-                        while (System.nanoTime() < end) {
-                            HttpResponse<String> r = http.send(HttpRequest.newBuilder(execute)
-                                    .header("Authorization", "Bearer " + token).timeout(Duration.ofMinutes(2))
-                                    .POST(HttpRequest.BodyPublishers.ofString("{\"code\":\"print(1)\"}")).build(),
-                                    HttpResponse.BodyHandlers.ofString());
-                            if (r.statusCode() == 200 && System.nanoTime() < end) {
-                                ok.incrementAndGet();
-                            }
-                        }
-                    }
-                    return null;
-                }));
-            }
-            for (Future<?> f : running) {
-                f.get(SECONDS + 180L, TimeUnit.SECONDS);
-            }
+        try (HttpClient http = HttpClient.newHttpClient()) {
+            return perSecond(() -> http.send(HttpRequest.newBuilder(execute)
+                                                     .header("Authorization", "Bearer " + token)
+                                                     .timeout(Duration.ofMinutes(2))
+                                                     .POST(HttpRequest.BodyPublishers.ofString("{\"code\":\"print(1)\"}"))
+                                                     .build(), HttpResponse.BodyHandlers.ofString())
+                    .statusCode() == 200);
         }
-        return ok.get() / ((Math.min(System.nanoTime(), end) - start) / 1e9);
     }
 
     /** A live warm pool pod, as sandboxd built it, with what the API server added removed and its manager renamed. */
