@@ -18,10 +18,14 @@ final class CoalescedPasses implements AutoCloseable {
 
     private static final Logger LOGGER = Logger.getLogger(CoalescedPasses.class.getName());
 
+    /** How long {@link #close()} lets a pass under way finish. */
+    static final Duration FINISH_WITHIN = Duration.ofSeconds(5);
+
     private final String name;
     private final Runnable pass;
     private final ScheduledExecutorService thread;
     private final AtomicBoolean pending = new AtomicBoolean();
+    private volatile boolean closed;
 
     /**
      * @param name thread name, also used in the log when a pass fails
@@ -60,6 +64,9 @@ final class CoalescedPasses implements AutoCloseable {
             try {
                 thread.execute(() -> {
                     pending.set(false);
+                    if (closed) {
+                        return;
+                    }
                     try {
                         pass.run();
                     } catch (RuntimeException e) {
@@ -72,8 +79,20 @@ final class CoalescedPasses implements AutoCloseable {
         }
     }
 
+    /**
+     * Stops: no pass starts after this, and a pass under way may finish (up to {@link #FINISH_WITHIN}) before its
+     * thread is interrupted. An interrupted API call may have been applied by the server all the same, so a pass cut
+     * off there would be done twice by whoever comes next (a pool-wide count, say, added to twice).
+     */
     @Override
     public void close() {
+        closed = true;
+        thread.shutdown();
+        try {
+            thread.awaitTermination(FINISH_WITHIN.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         thread.shutdownNow();
     }
 }
