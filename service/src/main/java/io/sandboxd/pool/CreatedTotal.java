@@ -13,6 +13,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import io.sandboxd.kube.CoalescedPasses;
+import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.SandboxLabels;
 
 import io.fabric8.kubernetes.api.model.ConfigMap;

@@ -3,6 +3,8 @@ package io.sandboxd.pool;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.sandboxd.kube.PodCache;
+import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
 
 import io.fabric8.kubernetes.api.model.Pod;

@@ -4,6 +4,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 
+import io.sandboxd.kube.PodWrites;
+import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
 
 import io.fabric8.kubernetes.api.model.Pod;
@@ -12,7 +14,7 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 /**
  * The states sandboxd writes onto a pool pod, in one place: {@code warm} (created so) → {@code reserved} (held by one
  * replica for its next request; may be passed on to a replica that asks for it) → {@code claimed} (handed to a
- * request) → deleted. Every write carries the pod's
+ * request) → deleted; and onto a D4 session pod: {@code used} at each run → {@code expiring} → deleted. Every write carries the pod's
  * resourceVersion (see {@link PodWrites#updateIfUnchanged}), so the API server decides every race.
  */
 final class PoolMarks {
@@ -163,5 +165,31 @@ final class PoolMarks {
     static boolean reservedBy(Pod pod, String replicaId) {
         return PodStates.isLabelledReserved(pod)
                 && (replicaId + RESERVED_SUFFIX).equals(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY));
+    }
+
+    /**
+     * @param pod pod as last seen, a session pod
+     * @param at  time of the run
+     * @return the session pod with this run recorded as its last use (what keeps it from the idle clean-up)
+     */
+    static Pod used(Pod pod, Instant at) {
+        return new PodBuilder(pod)
+                .editMetadata()
+                    .addToAnnotations(SandboxLabels.LAST_USED_AT, Long.toString(at.toEpochMilli()))
+                .endMetadata()
+                .build();
+    }
+
+    /**
+     * @param pod pod as last seen, a session pod
+     * @param at  now
+     * @return the session pod marked as expiring: no run starts on it any more, and it is deleted
+     */
+    static Pod expiring(Pod pod, Instant at) {
+        return new PodBuilder(pod)
+                .editMetadata()
+                    .addToAnnotations(SandboxLabels.EXPIRING, at.toString())
+                .endMetadata()
+                .build();
     }
 }

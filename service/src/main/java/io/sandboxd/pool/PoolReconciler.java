@@ -13,19 +13,24 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
 
 import io.sandboxd.config.DeadlineBudget;
+import io.sandboxd.kube.CoalescedPasses;
+import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodWrites;
+import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
 
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 
 /**
  * Pool maintenance, done only by the leader (one replica at a time, see {@link PoolLeadership}): keeps the number of
  * unused pool pods (warm, or reserved by a replica for its next request) at the target, and deletes pods that can no
- * longer serve: finished pods, claims and reservations orphaned by a crashed replica, D4 session pods idle or past their
- * lifetime, and orphaned tool pods. It runs on informer events (coalesced) and on a
- * short timer for the time-based rules; it reads only the informer caches.
+ * longer serve: finished pods, claims and reservations orphaned by a crashed replica; and it has the
+ * {@link IdlePodCleaner} delete D4 session pods idle or past their lifetime, and orphaned tool pods. Each pass sorts the
+ * cached pods into groups, then runs the named steps in order: delete finished, delete lapsed reservations, delete
+ * orphaned claims, refill or trim, replace outdated, clean sessions and tool pods. It runs on informer events
+ * (coalesced) and on a short timer for the time-based rules; it reads only the informer caches.
  *
  * <p>Why the pool does not overshoot: only the leader creates pool pods; it counts the unclaimed pods in its cache plus
  * the pods it created that the cache has not shown yet, and creates only the difference to the target. A new leader
@@ -80,6 +85,7 @@ public final class PoolReconciler implements AutoCloseable {
     private final String replicaId;
     private final Clock clock;
 
+    private final IdlePodCleaner cleaner;
     private final CoalescedPasses passes;
     private final Map<String, Instant> pendingCreates = new ConcurrentHashMap<>();
     private volatile boolean leading;
@@ -106,6 +112,7 @@ public final class PoolReconciler implements AutoCloseable {
         this.limits = limits;
         this.replicaId = replicaId;
         this.clock = clock;
+        this.cleaner = new IdlePodCleaner(writes, limits, clock);
         this.passes = new CoalescedPasses("pool-reconciler", this::reconcile);
     }
 
@@ -136,71 +143,121 @@ public final class PoolReconciler implements AutoCloseable {
         passes.request();
     }
 
-    /** One pass; synchronized so that passes never overlap (each counts what the previous one created). */
+    /**
+     * The leader's view of the snippet pods in one pass, each in the one group that says what to do with it.
+     *
+     * @param seen       names of every snippet pod in the cache
+     * @param unclaimed  warm or reserved pods of the current spec: the pool
+     * @param outdated   warm pods of an earlier spec: to replace
+     * @param finished   pool pods that ended and are nobody's (unused, or their claim is orphaned): to delete
+     * @param lapsed     reservations past their end: to delete once the API server's copy confirms it
+     * @param orphaned   claims older than any run: their replica died mid-run; to delete
+     * @param sessions   D4 session pods: for the {@link IdlePodCleaner}
+     */
+    private record SortedPods(Set<String> seen, List<Pod> unclaimed, List<Pod> outdated, List<Pod> finished,
+                              List<Pod> lapsed, List<Pod> orphaned, List<Pod> sessions) {
+    }
+
+    /**
+     * One pass, in named steps; synchronized so that passes never overlap (each counts what the previous one created).
+     */
     synchronized void reconcile() {
         if (!leading || !snippets.synced()) {
             return;
         }
         Instant now = clock.instant();
-        List<Pod> pods = snippets.pods();
-        Set<String> seen = new HashSet<>();
-        List<Pod> unclaimed = new ArrayList<>();
-        List<Pod> outdated = new ArrayList<>();
+        SortedPods pods = sort(snippets.pods(), now);
+        deleteFinished(pods.finished());
+        deleteLapsedReservations(pods.lapsed(), now);
+        deleteOrphanedClaims(pods.orphaned());
+        forgetCreatesSeen(pods.seen(), now);
+        int have = pods.unclaimed().size() + pendingCreates.size();
+        if (have < limits.target()) {
+            refill(limits.target() - have, now);
+        } else if (pods.unclaimed().size() > limits.target()) {
+            trim(pods.unclaimed(), pods.unclaimed().size() - limits.target());
+        }
+        replaceOutdated(pods.outdated());
+        cleaner.sessions(pods.sessions(), now);
+        if (tools.synced()) {
+            cleaner.toolPods(tools.pods(), now);
+        }
+    }
+
+    private SortedPods sort(List<Pod> pods, Instant now) {
+        SortedPods sorted = new SortedPods(new HashSet<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
+                                           new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
         for (Pod pod : pods) {
-            String name = pod.getMetadata().getName();
-            seen.add(name);
+            sorted.seen().add(pod.getMetadata().getName());
             if (PodStates.isDeleting(pod)) {
                 continue;
             }
             if (!PodStates.isPoolPod(pod)) {
-                reconcileSession(pod, now);
+                sorted.sessions().add(pod);
             } else if (PodStates.isTerminal(pod)) {
-                if (unused(pod)) {
-                    LOGGER.warning("pool pod " + name + " finished (" + PodStates.phase(pod) + ") before use; deleting");
-                }
                 // A claimed pod that finished belongs to a run; its owner deletes it, unless the claim is orphaned.
                 if (unused(pod) || orphanedClaim(pod, now)) {
-                    writes.delete(name);
+                    sorted.finished().add(pod);
                 }
             } else if (PodStates.isLabelledReserved(pod) && lapsed(pod, now)) {
-                // Confirmed on the API server's copy first; if renewed meanwhile (the cache lags) or not readable
-                // now, it is left out of this pass and looked at again in the next.
-                if (lapsedOnServer(name, now)) {
-                    LOGGER.warning("pool pod " + name + " reserved by " + PodStates.annotations(pod)
-                            .get(SandboxLabels.CLAIMED_BY) + " until " + PodStates.reservedUntil(pod)
-                            + " was never used or renewed; deleting");
-                    writes.delete(name);
-                }
+                sorted.lapsed().add(pod);
             } else if (unused(pod)) {
                 if (spec.isCurrent(pod)) {
-                    unclaimed.add(pod);
+                    sorted.unclaimed().add(pod);
                 } else if (PodStates.isLabelledWarm(pod)) {
                     // Built from another spec (before an upgrade): no replica of this spec hands it out. A reserved
                     // one is its holder's (an old replica) until used or given back; then it is warm, and replaced.
-                    outdated.add(pod);
+                    sorted.outdated().add(pod);
                 }
             } else if (orphanedClaim(pod, now)) {
-                LOGGER.warning("pool pod " + name + " claimed by " + PodStates.annotations(pod)
-                        .get(SandboxLabels.CLAIMED_BY) + " at " + PodStates.claimedAt(pod)
-                        + " was never released; deleting");
+                sorted.orphaned().add(pod);
+            }
+        }
+        return sorted;
+    }
+
+    private void deleteFinished(List<Pod> finished) {
+        for (Pod pod : finished) {
+            if (unused(pod)) {
+                LOGGER.warning("pool pod " + pod.getMetadata().getName() + " finished (" + PodStates.phase(pod)
+                        + ") before use; deleting");
+            }
+            writes.delete(pod.getMetadata().getName());
+        }
+    }
+
+    private void deleteLapsedReservations(List<Pod> lapsed, Instant now) {
+        for (Pod pod : lapsed) {
+            String name = pod.getMetadata().getName();
+            // Confirmed on the API server's copy first; if renewed meanwhile (the cache lags) or not readable
+            // now, it is left out of this pass and looked at again in the next.
+            if (lapsedOnServer(name, now)) {
+                LOGGER.warning("pool pod " + name + " reserved by " + PodStates.annotations(pod)
+                        .get(SandboxLabels.CLAIMED_BY) + " until " + PodStates.reservedUntil(pod)
+                        + " was never used or renewed; deleting");
                 writes.delete(name);
             }
         }
+    }
+
+    private void deleteOrphanedClaims(List<Pod> orphaned) {
+        for (Pod pod : orphaned) {
+            LOGGER.warning("pool pod " + pod.getMetadata().getName() + " claimed by " + PodStates.annotations(pod)
+                    .get(SandboxLabels.CLAIMED_BY) + " at " + PodStates.claimedAt(pod) + " was never released; deleting");
+            writes.delete(pod.getMetadata().getName());
+        }
+    }
+
+    /** Creates the informer has shown count as pods from now on; a create never shown is forgotten after a while. */
+    private void forgetCreatesSeen(Set<String> seen, Instant now) {
         pendingCreates.keySet().removeIf(seen::contains);
         pendingCreates.values().removeIf(at -> at.plus(PENDING_CREATE_EXPIRY).isBefore(now));
+    }
 
-        int have = unclaimed.size() + pendingCreates.size();
-        if (have < limits.target()) {
-            refill(limits.target() - have, now);
-        } else if (unclaimed.size() > limits.target()) {
-            trim(unclaimed, unclaimed.size() - limits.target());
-        }
+    private void replaceOutdated(List<Pod> outdated) {
         for (Pod pod : outdated) {
             takeAndDelete(pod, "built from an earlier pod spec (revision " + PodStates.labels(pod)
                     .get(SandboxLabels.POD_SPEC) + ", now " + spec.revision() + "): replacing pod ");
-        }
-        if (tools.synced()) {
-            reapToolPods(now);
         }
     }
 
@@ -271,49 +328,6 @@ public final class PoolReconciler implements AutoCloseable {
         if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
             LOGGER.info(why + pod.getMetadata().getName());
             writes.delete(pod.getMetadata().getName());
-        }
-    }
-
-    private void reconcileSession(Pod pod, Instant now) {
-        String name = pod.getMetadata().getName();
-        if (PodStates.isTerminal(pod)) {
-            writes.delete(name);
-            return;
-        }
-        if (PodStates.annotations(pod).containsKey(SandboxLabels.EXPIRING)) {
-            writes.delete(name);
-            return;
-        }
-        Instant lastUsed = PodStates.lastUsedAt(pod);
-        if (lastUsed.plus(limits.sessionIdleAfter()).isBefore(now)) {
-            expireSession(pod, now, "idle since " + lastUsed);
-        } else if (SessionPods.pastLifetime(pod, limits.sessionMaxLifetime(), now)
-                && lastUsed.plus(limits.orphanedClaimAfter()).isBefore(now)) {
-            // Past its lifetime no run starts on it; one that started before has ended by now.
-            expireSession(pod, now, "started " + PodStates.claimedAt(pod) + ", past its lifetime of "
-                    + limits.sessionMaxLifetime().toSeconds() + "s");
-        }
-    }
-
-    private void expireSession(Pod pod, Instant now, String why) {
-        // Mark first, conditionally: a run that touched the pod meanwhile makes this update fail, and the pod
-        // lives on; a run that starts after the mark sees it and takes a new pod.
-        Pod expiring = new PodBuilder(pod).editMetadata()
-                .addToAnnotations(SandboxLabels.EXPIRING, now.toString())
-                .endMetadata().build();
-        if (writes.updateIfUnchanged(expiring).outcome() == PodWrites.Outcome.UPDATED) {
-            LOGGER.info("session pod " + pod.getMetadata().getName() + " " + why + "; deleting");
-            writes.delete(pod.getMetadata().getName());
-        }
-    }
-
-    private void reapToolPods(Instant now) {
-        for (Pod pod : tools.pods()) {
-            if (!PodStates.isDeleting(pod)
-                    && PodStates.createdAt(pod).plus(limits.orphanedToolPodAfter()).isBefore(now)) {
-                LOGGER.warning("tool pod " + pod.getMetadata().getName() + " outlived any call; deleting");
-                writes.delete(pod.getMetadata().getName());
-            }
         }
     }
 

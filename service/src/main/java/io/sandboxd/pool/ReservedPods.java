@@ -7,7 +7,6 @@ import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
@@ -20,6 +19,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Predicate;
 import java.util.function.UnaryOperator;
 import java.util.logging.Logger;
+
+import io.sandboxd.kube.CoalescedPasses;
+import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodWrites;
+import io.sandboxd.pods.PodStates;
 
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -76,7 +80,7 @@ final class ReservedPods implements AutoCloseable {
     private final PoolTimes times;
     private final Predicate<String> reachable;
     private final Predicate<Pod> current;
-    private final Set<String> held;
+    private final HeldPods held;
     private final Deque<Reservation> queued = new ConcurrentLinkedDeque<>();
     private final CoalescedPasses passes;
     private final ExecutorService background = Executors.newVirtualThreadPerTaskExecutor();
@@ -104,7 +108,7 @@ final class ReservedPods implements AutoCloseable {
      * @param current   whether a pod was built from this replica's pod spec (only those are reserved or asked for)
      */
     ReservedPods(PodCache cache, PodWrites writes, String replicaId, Clock clock, int capacity, PoolTimes times,
-                 Predicate<String> reachable, Set<String> held, Predicate<Pod> current) {
+                 Predicate<String> reachable, HeldPods held, Predicate<Pod> current) {
         this.times = times;
         this.current = current;
         this.cache = cache;
@@ -159,7 +163,7 @@ final class ReservedPods implements AutoCloseable {
             Reservation dropped = reservation;
             background.execute(() -> {
                 writes.delete(dropped.name());
-                held.remove(dropped.name());
+                held.letGo(dropped.name());
             });
         }
         trigger();
@@ -219,7 +223,7 @@ final class ReservedPods implements AutoCloseable {
             Optional<Pod> passed = updateOwned(reservation.pod(),
                                                pod -> PoolMarks.passedOn(pod, asker.get(), now.plus(times.reservationHold())));
             if (passed.isPresent()) {
-                held.remove(reservation.name());
+                held.letGo(reservation.name());
                 LOGGER.fine(() -> "passed reserved pod " + reservation.name() + " on to " + asker.get());
             } else {
                 queued.addLast(reservation);
@@ -235,7 +239,7 @@ final class ReservedPods implements AutoCloseable {
             if (pod.isEmpty() || PodStates.isDeleting(pod.get())
                     || ask.getValue().plus(ASK_FORGOTTEN).isBefore(now)) {
                 asked.remove(name);
-            } else if (PoolMarks.reservedBy(pod.get(), replicaId) && held.add(name)) {
+            } else if (PoolMarks.reservedBy(pod.get(), replicaId) && held.tryHold(name)) {
                 asked.remove(name);
                 queued.addFirst(new Reservation(pod.get(), PodStates.reservedUntil(pod.get())));
                 cache.wake();
@@ -255,7 +259,7 @@ final class ReservedPods implements AutoCloseable {
                 queued.addLast(new Reservation(renewed.get(), until));
             } else {
                 LOGGER.info("reservation of pod " + reservation.name() + " could not be renewed; letting it go");
-                held.remove(reservation.name());
+                held.letGo(reservation.name());
             }
         }
     }
@@ -270,11 +274,11 @@ final class ReservedPods implements AutoCloseable {
         }
         // Random order spreads replicas that reserve at the same moment over different pods.
         for (Pod pod : cache.inRandomOrder(pod -> PodStates.isWarm(pod) && current.test(pod)
-                && !held.contains(pod.getMetadata().getName()))) {
+                && !held.holds(pod.getMetadata().getName()))) {
             if (missing == 0) {
                 return;
             }
-            if (held.add(pod.getMetadata().getName())) {
+            if (held.tryHold(pod.getMetadata().getName())) {
                 missing--;
                 reserving.incrementAndGet();
                 // Off this thread: a new pod may take a second to answer, and passing pods on must not wait for it.
@@ -303,7 +307,7 @@ final class ReservedPods implements AutoCloseable {
             // else: another replica or a request was first
         } finally {
             if (!kept) {
-                held.remove(name);
+                held.letGo(name);
             }
             reserving.decrementAndGet();
         }
@@ -383,7 +387,7 @@ final class ReservedPods implements AutoCloseable {
             if (updateOwned(reservation.pod(), PoolMarks::warm).isPresent()) {
                 LOGGER.info("gave reserved pod " + reservation.name() + " back to the pool");
             }
-            held.remove(reservation.name());
+            held.letGo(reservation.name());
         }
     }
 }

@@ -11,16 +11,18 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Function;
 import java.util.logging.Logger;
 
-import io.sandboxd.limits.ProjectLimit;
-import io.sandboxd.pods.SandboxLabels;
-import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodWrites;
+import io.sandboxd.limits.ProjectLimit;
+import io.sandboxd.pods.PodStates;
+import io.sandboxd.pods.SandboxLabels;
+import io.sandboxd.pods.SnippetPodSpec;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -121,49 +123,75 @@ public final class SessionPods {
     }
 
     /**
-     * Runs {@code run} on the session's pod, creating the pod when there is none.
+     * Claims the session's pod for one run, creating the pod when there is none; the same shape as
+     * {@link WarmPool#claim}: every claim that returns is followed by {@link #release} (and {@link #discard} first when
+     * the pod stopped answering). Runs of one session wait for each other here, up to the lock wait.
      *
      * @param project   project from the token
      * @param agent     agent from the token
      * @param sessionId session id
      * @param requestId request id
-     * @param run       the run; gets the pod
-     * @param <T>       result type
-     * @return the run's result
+     * @return the session's pod, held by this run until released
+     * @throws FailedRun {@code SessionBusy} when another run of the session held it past the lock wait, {@code NoWarmPod}
+     *                   when no pod was ready in time, {@code ProjectLimit} when a new session is beyond the project's
      */
-    public <T> T runInSession(String project, String agent, String sessionId, String requestId,
-                              Function<ClaimedPod, T> run) {
+    public ClaimedPod claim(String project, String agent, String sessionId, String requestId) {
         String hash = sessionHash(project, sessionId);
-        SessionLock lock = locks.compute(hash, (k, v) -> v == null ? new SessionLock() : v.retain());
+        String name = SnippetPodSpec.sessionPodName(hash);
+        SessionLock lock = locks.compute(name, (k, v) -> v == null ? new SessionLock() : v.retain());
+        boolean claimed = false;
         try {
-            if (!lock.lock.tryLock(lockWait.toMillis(), TimeUnit.MILLISECONDS)) {
+            if (!lock.turn.tryAcquire(lockWait.toMillis(), TimeUnit.MILLISECONDS)) {
                 throw new FailedRun(new Failure.SessionBusy());
             }
             try {
                 ClaimedPod pod = acquire(hash, project, agent, requestId);
-                try {
-                    return run.apply(pod);
-                } finally {
-                    touch(pod.name());
-                }
+                claimed = true; // the session's turn stays with the run until release()
+                return pod;
             } finally {
-                lock.lock.unlock();
+                if (!claimed) {
+                    lock.turn.release();
+                }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new FailedRun(new Failure.NoWarmPod());
         } finally {
-            locks.computeIfPresent(hash, (k, v) -> v.release() ? null : v);
+            if (!claimed) {
+                forget(name);
+            }
         }
     }
 
     /**
-     * Destroys a session's pod at once (for a pod that stopped answering).
+     * The run on a session pod is over: records its use (the idle clock starts again) and lets the session's next run
+     * in.
+     *
+     * @param podName the pod {@link #claim} returned
+     */
+    public void release(String podName) {
+        try {
+            touch(podName);
+        } finally {
+            SessionLock lock = locks.get(podName);
+            if (lock != null) {
+                lock.turn.release();
+            }
+            forget(podName);
+        }
+    }
+
+    /**
+     * Destroys a session's pod at once (for a pod that stopped answering); the run still releases it.
      *
      * @param podName pod name
      */
     public void discard(String podName) {
         writes.delete(podName);
+    }
+
+    private void forget(String name) {
+        locks.computeIfPresent(name, (k, v) -> v.release() ? null : v);
     }
 
     private ClaimedPod acquire(String hash, String project, String agent, String requestId)
@@ -294,10 +322,7 @@ public final class SessionPods {
     private Pod markUsed(Pod pod) {
         Pod base = pod;
         for (int attempt = 0; attempt < 3 && base != null; attempt++) {
-            Pod desired = new PodBuilder(base).editMetadata()
-                    .addToAnnotations(SandboxLabels.LAST_USED_AT, Long.toString(clock.millis()))
-                    .endMetadata().build();
-            PodWrites.Update update = writes.updateIfUnchanged(desired);
+            PodWrites.Update update = writes.updateIfUnchanged(PoolMarks.used(base, clock.instant()));
             switch (update.outcome()) {
             case UPDATED:
                 return update.pod();
@@ -322,8 +347,9 @@ public final class SessionPods {
         return left.isNegative() ? Duration.ZERO : left;
     }
 
+    /** One session's turn (one run at a time), and how many claims hold or wait for it (the entry goes at 0). */
     private static final class SessionLock {
-        private final ReentrantLock lock = new ReentrantLock();
+        private final Semaphore turn = new Semaphore(1);
         private int users = 1;
 
         SessionLock retain() {

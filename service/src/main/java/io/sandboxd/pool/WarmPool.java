@@ -3,8 +3,6 @@ package io.sandboxd.pool;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.Predicate;
@@ -12,6 +10,9 @@ import java.util.logging.Logger;
 
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodWrites;
+import io.sandboxd.pods.PodStates;
 
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -41,7 +42,7 @@ public final class WarmPool implements AutoCloseable {
     private final String replicaId;
     private final Clock clock;
     /** Pods this replica holds or is writing right now, so its own requests and reservations never race each other. */
-    private final Set<String> held = ConcurrentHashMap.newKeySet();
+    private final HeldPods held = new HeldPods();
     private final ReservedPods reservations;
     private final Predicate<Pod> current;
     private final PoolTimes times;
@@ -127,7 +128,7 @@ public final class WarmPool implements AutoCloseable {
             try {
                 deleteRetrying(podName);
             } finally {
-                held.remove(podName);
+                held.letGo(podName);
             }
         }, deletions);
     }
@@ -175,9 +176,9 @@ public final class WarmPool implements AutoCloseable {
     private Optional<ClaimedPod> tryClaim(String requestId, String project) {
         // Random order spreads concurrent claimers (this replica's and others') over different pods.
         for (Pod pod : cache.inRandomOrder(pod -> PodStates.isWarm(pod) && current.test(pod)
-                && !held.contains(pod.getMetadata().getName()))) {
+                && !held.holds(pod.getMetadata().getName()))) {
             String name = pod.getMetadata().getName();
-            if (!held.add(name)) {
+            if (!held.tryHold(name)) {
                 continue;
             }
             Pod claimed = PoolMarks.claimed(pod, replicaId + "/" + requestId, clock.instant(), project,
@@ -191,7 +192,7 @@ public final class WarmPool implements AutoCloseable {
                 // The pod spec (and so its secret) never changes: the cached object carries it too.
                 return Optional.of(ClaimedPod.of(pod, ip, false));
             }
-            held.remove(name);
+            held.letGo(name);
             LOGGER.fine(() -> "claim of pod " + name + ": " + update.outcome());
         }
         return Optional.empty();

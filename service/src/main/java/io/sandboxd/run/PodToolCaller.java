@@ -5,13 +5,13 @@ import java.util.Optional;
 import java.util.function.IntFunction;
 import java.util.logging.Logger;
 
-import io.sandboxd.pods.PodToken;
-import io.sandboxd.pods.ToolPodSpec;
-import io.sandboxd.pool.PodCache;
-import io.sandboxd.pool.PodStates;
-import io.sandboxd.pool.PodWrites;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodWrites;
+import io.sandboxd.pods.PodStates;
+import io.sandboxd.pods.PodToken;
+import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.sandbox.PodCallFailed;
 import io.sandboxd.sandbox.ToolRunnerClient;
 import io.sandboxd.sandbox.ToolRunnerReply;

@@ -43,8 +43,7 @@ public final class PooledSnippetRunner implements SnippetRunner {
         counters.runStarted();
         try {
             if (job.sessionId().isPresent()) {
-                return sessions.runInSession(job.caller().project(), job.caller().agent(), job.sessionId().get(),
-                                             job.requestId(), pod -> runOnSessionPod(pod, job));
+                return runInSession(job);
             }
             long claimStart = System.nanoTime();
             ClaimedPod pod = pool.claim(job.requestId(), job.caller().project(), warmWait);
@@ -63,7 +62,9 @@ public final class PooledSnippetRunner implements SnippetRunner {
         }
     }
 
-    private SnippetOutcome runOnSessionPod(ClaimedPod pod, SnippetJob job) {
+    private SnippetOutcome runInSession(SnippetJob job) {
+        ClaimedPod pod = sessions.claim(job.caller().project(), job.caller().agent(), job.sessionId().get(),
+                                        job.requestId());
         try {
             return new SnippetOutcome(pod.name(), execute(pod, job));
         } catch (PodCallFailed e) {
@@ -72,6 +73,8 @@ public final class PooledSnippetRunner implements SnippetRunner {
                 sessions.discard(pod.name());
             }
             throw PodFailures.ofRun(e, pod.name());
+        } finally {
+            sessions.release(pod.name());
         }
     }
 

@@ -16,6 +16,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 
 import io.sandboxd.TestSettings;
+import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodWrites;
+import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
 

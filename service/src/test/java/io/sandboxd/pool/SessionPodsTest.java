@@ -10,9 +10,15 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
+import io.sandboxd.failure.FailedRun;
+import io.sandboxd.failure.Failure;
+import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodWrites;
 import io.sandboxd.limits.LimitExceeded;
 import io.sandboxd.limits.ProjectLimit;
+import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
@@ -102,16 +108,29 @@ class SessionPodsTest {
 
     @Test
     void aSessionRunCarriesTheSecretOfItsPod() throws Exception {
-        Future<ClaimedPod> run = threads.submit(() -> sessions.runInSession("proj-a", "agent", "conv-t", "req",
-                                                                            pod -> pod));
+        Future<ClaimedPod> run = threads.submit(() -> run(sessions, "proj-a", "conv-t", "req", pod -> pod));
         ClaimedPod claimed = run.get(20, TimeUnit.SECONDS);
         Pod pod = client.pods().inNamespace(NS).withName(claimed.name()).get();
         assertEquals(PodToken.of(pod).orElseThrow(), claimed.token());
         // A second replica serving the same session reads the same secret from the same Pod object.
         SessionPods other = sessions("replica-b", BOUNDS);
-        Future<ClaimedPod> again = threads.submit(() -> other.runInSession("proj-a", "agent", "conv-t", "req-2",
-                                                                           p -> p));
+        Future<ClaimedPod> again = threads.submit(() -> run(other, "proj-a", "conv-t", "req-2", p -> p));
         assertEquals(claimed.token(), again.get(20, TimeUnit.SECONDS).token());
+    }
+
+    @Test
+    void runsOfOneSessionTakeTurnsFromClaimToRelease() throws Exception {
+        SessionPods quick = new SessionPods(cache, new PodWrites(client, NS), spec, counters, "replica-a",
+                                            Clock.systemUTC(), Duration.ofSeconds(10), Duration.ofMillis(300), BOUNDS);
+        ClaimedPod first = threads.submit(() -> quick.claim("proj-a", "agent", "conv-turns", "req-1"))
+                .get(20, TimeUnit.SECONDS);
+        FailedRun busy = assertThrows(FailedRun.class, () -> quick.claim("proj-a", "agent", "conv-turns", "req-2"));
+        assertInstanceOf(Failure.SessionBusy.class, busy.failure());
+        quick.release(first.name()); // on another thread than the claim, as a run's answer may be
+        ClaimedPod second = threads.submit(() -> quick.claim("proj-a", "agent", "conv-turns", "req-3"))
+                .get(20, TimeUnit.SECONDS);
+        assertEquals(first.name(), second.name(), "the session's next run gets the same pod");
+        quick.release(second.name());
     }
 
     @Test
@@ -232,9 +251,19 @@ class SessionPodsTest {
     }
 
     private String runIn(String project, String sessionId) throws Exception {
-        Future<String> run = threads.submit(() -> sessions.runInSession(project, "agent", sessionId, "req",
-                                                                        ClaimedPod::name));
+        Future<String> run = threads.submit(() -> run(sessions, project, sessionId, "req", ClaimedPod::name));
         return run.get(20, TimeUnit.SECONDS);
+    }
+
+    /** One run on a session's pod, claimed and released as {@code PooledSnippetRunner} does. */
+    private static <T> T run(SessionPods sessions, String project, String sessionId, String requestId,
+                             Function<ClaimedPod, T> body) {
+        ClaimedPod pod = sessions.claim(project, "agent", sessionId, requestId);
+        try {
+            return body.apply(pod);
+        } finally {
+            sessions.release(pod.name());
+        }
     }
 
     private void markReady(Pod pod) {

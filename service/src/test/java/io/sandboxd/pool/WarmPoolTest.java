@@ -22,6 +22,9 @@ import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.api.ContractText;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodWrites;
+import io.sandboxd.pods.PodStates;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -382,7 +385,7 @@ class WarmPoolTest {
         awaitWarm(1);
         // Driven by hand (not started): no background pass runs between the steps.
         ReservedPods reservations = new ReservedPods(cache, new PodWrites(client, NS), "replica-a", clock, 1, TIMES,
-                                                     ip -> true, java.util.concurrent.ConcurrentHashMap.newKeySet(),
+                                                     ip -> true, new HeldPods(),
                                                      pod -> true);
         reservations.maintain();
         Pod reserved = awaitPod("sandbox-hold", p -> "reserved".equals(state(p)));

@@ -6,15 +6,15 @@ import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
-import io.sandboxd.pods.PodToken;
-import io.sandboxd.pods.SandboxLabels;
-import io.sandboxd.pods.ToolPodSpec;
-import io.sandboxd.pool.PodCache;
-import io.sandboxd.pool.PodWrites;
-import io.sandboxd.sandbox.FakePod;
 import io.sandboxd.api.ContractText;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodWrites;
+import io.sandboxd.pods.PodToken;
+import io.sandboxd.pods.SandboxLabels;
+import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.sandbox.FakePod;
 import io.sandboxd.sandbox.ToolRunnerClient;
 import io.sandboxd.tokens.ProjectIdentity;
 

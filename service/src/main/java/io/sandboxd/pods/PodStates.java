@@ -1,11 +1,10 @@
-package io.sandboxd.pool;
+package io.sandboxd.pods;
 
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
 import java.util.Map;
 import java.util.Optional;
 
-import io.sandboxd.pods.SandboxLabels;
 
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -181,17 +180,17 @@ public final class PodStates {
         return Optional.empty();
     }
 
-    static Map<String, String> labels(Pod pod) {
+    public static Map<String, String> labels(Pod pod) {
         Map<String, String> labels = pod.getMetadata().getLabels();
         return labels == null ? Map.of() : labels;
     }
 
-    static Map<String, String> annotations(Pod pod) {
+    public static Map<String, String> annotations(Pod pod) {
         Map<String, String> annotations = pod.getMetadata().getAnnotations();
         return annotations == null ? Map.of() : annotations;
     }
 
-    static Optional<Instant> parseTime(String value) {
+    public static Optional<Instant> parseTime(String value) {
         if (value == null || value.isBlank()) {
             return Optional.empty();
         }

@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.kube;
 
 import java.time.Duration;
 import java.util.concurrent.Executors;
@@ -14,7 +14,7 @@ import java.util.logging.Logger;
  * One kind of maintenance pass, run on its own daemon thread: any number of requests made while a pass is pending
  * make one pass, and passes never overlap. Informer events ask for passes; a timer asks too, for time-based rules.
  */
-final class CoalescedPasses implements AutoCloseable {
+public final class CoalescedPasses implements AutoCloseable {
 
     private static final Logger LOGGER = Logger.getLogger(CoalescedPasses.class.getName());
 
@@ -31,7 +31,7 @@ final class CoalescedPasses implements AutoCloseable {
      * @param name thread name, also used in the log when a pass fails
      * @param pass the pass
      */
-    CoalescedPasses(String name, Runnable pass) {
+    public CoalescedPasses(String name, Runnable pass) {
         this.name = name;
         this.pass = pass;
         this.thread = Executors.newSingleThreadScheduledExecutor(daemonThreads(name));
@@ -41,7 +41,7 @@ final class CoalescedPasses implements AutoCloseable {
      * @param name thread name
      * @return a factory of daemon threads with that name (they must not keep the JVM alive at shutdown)
      */
-    static ThreadFactory daemonThreads(String name) {
+    public static ThreadFactory daemonThreads(String name) {
         return runnable -> {
             Thread thread = new Thread(runnable, name);
             thread.setDaemon(true);
@@ -54,12 +54,12 @@ final class CoalescedPasses implements AutoCloseable {
      *
      * @param period period
      */
-    void every(Duration period) {
+    public void every(Duration period) {
         thread.scheduleWithFixedDelay(this::request, period.toMillis(), period.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** Asks for a pass soon; many asks before it runs make one pass. */
-    void request() {
+    public void request() {
         if (pending.compareAndSet(false, true)) {
             try {
                 thread.execute(() -> {

@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.kube;
 
 import java.util.logging.Level;
 import java.util.logging.Logger;

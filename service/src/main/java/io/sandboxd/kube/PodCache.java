@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.kube;
 
 import java.time.Duration;
 import java.util.ArrayList;
