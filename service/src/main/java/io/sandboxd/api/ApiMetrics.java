@@ -40,6 +40,8 @@ public final class ApiMetrics {
                                      .description("Snippet runs under way in the whole pool"));
         registry.getOrCreate(Gauge.builder("sandboxd.pool.created", () -> pool.status().createdTotal())
                                      .description("Snippet pods created since sandboxd was installed, pool-wide"));
+        registry.getOrCreate(Gauge.builder("sandboxd.pool.waiting", pool::waiting)
+                                     .description("Requests on this replica waiting for a warm pod"));
         return new ApiMetrics(registry);
     }
 

@@ -169,7 +169,7 @@ public final class WarmPool implements AutoCloseable {
     /**
      * @return requests of this replica waiting for a pod now
      */
-    int waitingCount() {
+    public int waitingCount() {
         return turns.waiting();
     }
 

@@ -25,4 +25,9 @@ public final class WarmPoolStatus implements PoolStatusSource {
     public PoolStatus status() {
         return new PoolStatus(pool.warmCount(), target, counters.inFlight(), counters.createdTotal());
     }
+
+    @Override
+    public int waiting() {
+        return pool.waitingCount();
+    }
 }
