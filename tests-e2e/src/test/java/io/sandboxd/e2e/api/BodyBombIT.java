@@ -2,6 +2,7 @@ package io.sandboxd.e2e.api;
 
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.e2e.support.Sandboxd;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -51,7 +52,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class BodyBombIT {
     private static final int WAVES = 2;
     private static final int BOMBS_PER_WAVE = 10;
-    private static final long DEFAULT_CAP = 16L << 20;
+    /** The service's default cap (the chart's too, ChartDefaultsTest). */
+    private static final long DEFAULT_CAP = SandboxConfig.defaults().snippet().maxRequestBytes();
     private static final String BUSY = "sandboxd is holding as many large request bodies as its memory allows; "
             + "try again shortly";
 

@@ -5,6 +5,8 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 
+import io.sandboxd.config.DeadlineBudget;
+import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.Sandboxd;
@@ -31,10 +33,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @Tag("faults")
 class AllReplicasGoneIT {
-    /** The chart's defaults: snippet.maxTimeoutSeconds 60 (+10 s for the call), orphan margins 60 + 60 s. */
-    private static final Duration CLAIM_DEADLINE = Duration.ofSeconds(60 + 10 + 60 + 60);
-    /** And snippet.sessionMaxLifetimeSeconds 3600. */
-    private static final Duration SESSION_DEADLINE = Duration.ofSeconds(3600 + 60 + 10 + 60 + 60);
+    /** The deadlines the service derives from its defaults (the chart's, ChartDefaultsTest): not recomputed here. */
+    private static final DeadlineBudget BUDGET = DeadlineBudget.of(SandboxConfig.defaults());
+    private static final Duration CLAIM_DEADLINE = BUDGET.claimedPodDeadline();
+    private static final Duration SESSION_DEADLINE = BUDGET.sessionPodDeadline();
 
     @Test
     void withNoReplicaLeftNoSandboxPodRunsForeverAndSandboxdCleansUpWhenItReturns() throws Exception {
