@@ -17,7 +17,7 @@ LOCAL_REGISTRY := localhost:5000
 # Extra Maven flags for `make e2e`, e.g. -De2e.chart=... -De2e.imageValues=... to install from a published release.
 E2E_FLAGS ?=
 
-.PHONY: help build unit-test adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
+.PHONY: help build format unit-test adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -25,8 +25,12 @@ help: ## list targets
 build: ## compile the service (jar + libs) without running tests
 	$(MVN) -pl service -am -DskipTests package
 
-unit-test: ## unit tests: service, policies + chart, toolrunner, toolrunner with Google ADK
+format: ## fix what the formatter check reports (spotless:apply on every Java module)
+	$(MVN) spotless:apply
+
+unit-test: ## unit tests: service, policies + chart, toolrunner, toolrunner with Google ADK; the formatter check on every Java module
 	$(MVN) -pl service,policies -am install
+	$(MVN) -pl tests-e2e validate  # the formatter check (spotless:check at validate) for the e2e suite's Java too
 	cd toolrunner && python3 -m pytest -q
 	$(MAKE) --no-print-directory adk-test
 
