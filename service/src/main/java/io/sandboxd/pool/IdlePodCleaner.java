@@ -1,7 +1,6 @@
 package io.sandboxd.pool;
 
 import java.time.Clock;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.logging.Logger;
