@@ -1,6 +1,7 @@
 package io.sandboxd;
 
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.logging.Logger;
@@ -16,7 +17,7 @@ import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SandboxUids;
 import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.pods.ToolPodSpec;
-import io.sandboxd.pool.CreatedTotal;
+import io.sandboxd.pool.PoolRecord;
 import io.sandboxd.pool.PoolCounters;
 import io.sandboxd.pool.PoolLeadership;
 import io.sandboxd.pool.PoolReconciler;
@@ -46,7 +47,7 @@ final class ClusterSandboxes implements AutoCloseable {
 
     private final PodCache snippetPods;
     private final PodCache toolPods;
-    private final CreatedTotal createdTotal;
+    private final PoolRecord createdTotal;
     private final WarmPool pool;
     private final PoolReconciler reconciler;
     private final PoolLeadership leadership;
@@ -64,7 +65,7 @@ final class ClusterSandboxes implements AutoCloseable {
         toolPods = PodCache.start(client, namespace, SandboxLabels.toolSelector());
         PodWrites writes = new PodWrites(client, namespace);
         // GET /v1/pool is pool-wide (D8): created_total kept in a ConfigMap, in_flight from the informer cache.
-        createdTotal = CreatedTotal.inCluster(client, namespace);
+        createdTotal = PoolRecord.inCluster(client, namespace);
         PoolCounters counters = new PoolCounters(snippetPods, createdTotal);
         // Each sandbox pod runs as a uid of its own, none that a live sandbox pod (of any replica) already has.
         SandboxUids uids = SandboxUids.skipping(config.security().sandboxUids(), () -> {
@@ -99,7 +100,10 @@ final class ClusterSandboxes implements AutoCloseable {
                                                            budget.toolReady(), budget::toolPodDeadline));
 
         reconciler = new PoolReconciler(snippetPods, toolPods, writes, snippetSpec, counters,
-                                        PoolReconciler.Limits.of(snippet.poolTarget(), budget), replicaId, clock);
+                                        PoolReconciler.Limits.of(snippet.poolTarget(), budget)
+                                                .followingDemand(snippet.poolMax(),
+                                                                 Duration.ofSeconds(snippet.poolShrinkAfterSeconds())),
+                                        replicaId, clock);
         reconciler.start();
         pool.start();
         if (snippet.leaderElection()) {

@@ -20,6 +20,8 @@ class SandboxdConfigTest {
         snippet:
           image: sandboxd.local/snippet-sandbox:dev
           poolTarget: 3
+          poolMax: 3
+          poolShrinkAfterSeconds: 300
           reservePerReplica: 2
           defaultTimeoutSeconds: 20
           maxTimeoutSeconds: 60
@@ -171,6 +173,26 @@ class SandboxdConfigTest {
         "sandbox", "snippet", "reservePerReplica"), "0 turns reservations off");
     assertEquals(5L, (Object) at(applicationYaml(HelmChart.render(values("snippet.reservePerReplica", 5))),
         "sandbox", "snippet", "reservePerReplica"));
+  }
+
+  @Test
+  void aPoolThatFollowsDemandIsTwoValuesAndMustFitTheQuota() {
+    Map<String, Object> config = applicationYaml(HelmChart.render(values(
+        "snippet.poolTarget", 2, "snippet.poolMax", 12, "snippet.poolShrinkAfterSeconds", 120)));
+    assertEquals(2L, (Object) at(config, "sandbox", "snippet", "poolTarget"));
+    assertEquals(12L, (Object) at(config, "sandbox", "snippet", "poolMax"));
+    assertEquals(120L, (Object) at(config, "sandbox", "snippet", "poolShrinkAfterSeconds"));
+    assertEquals(5L, (Object) at(applicationYaml(HelmChart.render(values("snippet.poolTarget", 5))),
+        "sandbox", "snippet", "poolMax"), "unset: a fixed pool of poolTarget");
+
+    HelmChart.HelmFailure below = org.junit.jupiter.api.Assertions.assertThrows(HelmChart.HelmFailure.class,
+        () -> HelmChart.render(values("snippet.poolTarget", 4, "snippet.poolMax", 3)));
+    org.junit.jupiter.api.Assertions.assertTrue(below.getMessage()
+        .contains("snippet.poolMax (3) must be at least snippet.poolTarget (4)"), below.getMessage());
+    HelmChart.HelmFailure quota = org.junit.jupiter.api.Assertions.assertThrows(HelmChart.HelmFailure.class,
+        () -> HelmChart.render(values("snippet.poolMax", 50)));
+    org.junit.jupiter.api.Assertions.assertTrue(quota.getMessage()
+        .contains("leaves no room under sandboxNamespace.resourceQuota.hard.pods (50)"), quota.getMessage());
   }
 
   @Test

@@ -35,11 +35,15 @@ public final class ApiMetrics {
         registry.getOrCreate(Gauge.builder("sandboxd.pool.warm", () -> pool.status().warm())
                                      .description("Warm sandbox pods ready right now"));
         registry.getOrCreate(Gauge.builder("sandboxd.pool.target", () -> pool.status().target())
-                                     .description("Pool size maintained"));
+                                     .description("Pool size kept now (follows demand up to snippet.poolMax)"));
         registry.getOrCreate(Gauge.builder("sandboxd.pool.in.flight", () -> pool.status().inFlight())
                                      .description("Snippet runs under way in the whole pool"));
         registry.getOrCreate(Gauge.builder("sandboxd.pool.created", () -> pool.status().createdTotal())
                                      .description("Snippet pods created since sandboxd was installed, pool-wide"));
+        registry.getOrCreate(Gauge.builder("sandboxd.pool.taken.per.second", pool::takenPerSecond)
+                                     .description("Pods taken from the pool per second over the last minute (leader)"));
+        registry.getOrCreate(Gauge.builder("sandboxd.pool.start.seconds", pool::startSeconds)
+                                     .description("Median time from a pool pod's creation to ready (leader)"));
         registry.getOrCreate(Gauge.builder("sandboxd.pool.waiting", pool::waiting)
                                      .description("Requests on this replica waiting for a warm pod"));
         return new ApiMetrics(registry);

@@ -47,6 +47,8 @@ public record SandboxConfig(String namespace,
     private void validate() {
         SnippetSettings s = snippet;
         require(s.poolTarget() >= 0, "sandbox.snippet.poolTarget must be 0 or more");
+        require(s.poolMax() >= s.poolTarget(), "sandbox.snippet.poolMax must be at least sandbox.snippet.poolTarget");
+        require(s.poolShrinkAfterSeconds() >= 1, "sandbox.snippet.poolShrinkAfterSeconds must be at least 1");
         require(s.reservePerReplica() >= 0, "sandbox.snippet.reservePerReplica must be 0 or more");
         require(s.maxTimeoutSeconds() >= 1, "sandbox.snippet.maxTimeoutSeconds must be at least 1");
         require(s.defaultTimeoutSeconds() >= 1 && s.defaultTimeoutSeconds() <= s.maxTimeoutSeconds(),

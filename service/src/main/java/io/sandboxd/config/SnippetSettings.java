@@ -6,7 +6,12 @@ import io.helidon.config.Config;
  * Settings of snippet runs ({@code POST /v1/execute}) and of the warm pool that serves them.
  *
  * @param image                 snippet sandbox image
- * @param poolTarget            number of unused pool pods the pool keeps (warm or reserved)
+ * @param poolTarget            number of unused pool pods the pool keeps (warm or reserved); with {@code poolMax}
+ *                              above it, the least it keeps
+ * @param poolMax               most unused pool pods the pool keeps when demand grows it ({@code poolTarget}: a
+ *                              fixed pool)
+ * @param poolShrinkAfterSeconds how long a burst of demand keeps the pool grown (a grown pool shrinks back once this
+ *                              long has passed without one)
  * @param reservePerReplica     most pool pods one replica reserves ahead of its requests (0: a request claims a pod
  *                              itself, with one API write on its path); unset, {@code poolTarget}: the chart's
  *                              ceil(poolTarget / replicaCount) for the one replica sandboxd alone is (the chart always
@@ -29,6 +34,8 @@ import io.helidon.config.Config;
  */
 public record SnippetSettings(String image,
                               int poolTarget,
+                              int poolMax,
+                              int poolShrinkAfterSeconds,
                               int reservePerReplica,
                               int defaultTimeoutSeconds,
                               int maxTimeoutSeconds,
@@ -51,6 +58,8 @@ public record SnippetSettings(String image,
         return new SnippetSettings(
                 node.get("image").asString().orElse("sandboxd.local/snippet-sandbox:dev"),
                 poolTarget,
+                node.get("poolMax").asInt().orElse(poolTarget),
+                node.get("poolShrinkAfterSeconds").asInt().orElse(300),
                 node.get("reservePerReplica").asInt().orElse(poolTarget),
                 node.get("defaultTimeoutSeconds").asInt().orElse(20),
                 node.get("maxTimeoutSeconds").asInt().orElse(60),

@@ -1,6 +1,7 @@
 package io.sandboxd.pool;
 
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.sandboxd.kube.PodCache;
@@ -11,28 +12,29 @@ import io.fabric8.kubernetes.api.model.Pod;
 
 /**
  * The counters of {@code GET /v1/pool}, pool-wide (D8): the same figures whichever replica answers.
- * {@code created_total} is kept in the cluster ({@link CreatedTotal}); {@code in_flight} is read from the informer
+ * {@code created_total} is kept in the cluster ({@link PoolRecord}); {@code in_flight} is read from the informer
  * cache of snippet pods, which every replica holds alike, not from a per-replica count. ({@code warm} is
- * {@link WarmPool#warmCount()}, from the same cache; {@code target} is the chart's value, the same for every replica.)
+ * {@link WarmPool#warmCount()}, from the same cache.) {@code target} and the pool's own figures are the leader's, as it
+ * published them in the same ConfigMap ({@link PoolRecord.Demand}).
  */
 public final class PoolCounters {
 
     private final PodCache snippets;
-    private final CreatedTotal createdTotal;
+    private final PoolRecord createdTotal;
     private final AtomicInteger runsHere = new AtomicInteger();
 
     /**
      * Counters of one process, in memory (tests): {@code in_flight} is this process's runs.
      */
     public PoolCounters() {
-        this(null, CreatedTotal.inMemory());
+        this(null, PoolRecord.inMemory());
     }
 
     /**
      * @param snippets     informer cache of snippet pods ({@code in_flight})
      * @param createdTotal the pool-wide {@code created_total}
      */
-    public PoolCounters(PodCache snippets, CreatedTotal createdTotal) {
+    public PoolCounters(PodCache snippets, PoolRecord createdTotal) {
         this.snippets = snippets;
         this.createdTotal = createdTotal;
     }
@@ -40,6 +42,22 @@ public final class PoolCounters {
     /** This replica created a snippet pod (pool or session pod). */
     void podCreated() {
         createdTotal.add(1);
+    }
+
+    /**
+     * The leader's demand figures, published for every replica.
+     *
+     * @param demand figures
+     */
+    void publishDemand(PoolRecord.Demand demand) {
+        createdTotal.publish(demand);
+    }
+
+    /**
+     * @return the demand figures the leader published, as last read with {@link #createdTotal()} (empty before any)
+     */
+    public Optional<PoolRecord.Demand> demand() {
+        return createdTotal.published();
     }
 
     /**

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -47,11 +48,18 @@ public final class PoolReconciler implements AutoCloseable {
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
     /** The {@code claimed-by} suffix of a warm pod the leader takes to trim the pool (not a run). */
     static final String TRIM_CLAIM = "/pool-trim";
+    private static final Duration FIXED_POOL_SHRINK_AFTER = Duration.ofMinutes(5);
+    /** A pod created by the leader that has not become ready after this long is no longer timed. */
+    private static final Duration START_TIMING_EXPIRY = Duration.ofMinutes(10);
+    /** The demand figures are published when the target changes, and otherwise at most this often. */
+    private static final Duration PUBLISH_PERIOD = Duration.ofSeconds(10);
 
     /**
      * What the reconciler keeps: the target, and the ages of the {@link DeadlineBudget} past which it deletes a pod.
      *
-     * @param target                pool target
+     * @param target                pool target (the least the pool keeps)
+     * @param poolMax               most the pool keeps when demand grows it ({@code target}: a fixed pool)
+     * @param shrinkAfter           how long a burst of demand keeps the pool grown
      * @param orphanedClaimAfter    age of a claim past which it is orphaned (its replica died mid-run)
      * @param orphanedToolPodAfter  age of a tool pod past which it is orphaned
      * @param sessionIdleAfter      idle time after which a session pod is destroyed
@@ -59,6 +67,8 @@ public final class PoolReconciler implements AutoCloseable {
      * @param reservationLapseGrace how long past its {@code reserved-until} a reservation is deleted
      */
     public record Limits(int target,
+                         int poolMax,
+                         Duration shrinkAfter,
                          Duration orphanedClaimAfter,
                          Duration orphanedToolPodAfter,
                          Duration sessionIdleAfter,
@@ -68,11 +78,22 @@ public final class PoolReconciler implements AutoCloseable {
         /**
          * @param target pool target
          * @param budget the deadline budget
-         * @return the target and the budget's clean-up ages
+         * @return a fixed pool of {@code target} and the budget's clean-up ages
          */
         public static Limits of(int target, DeadlineBudget budget) {
-            return new Limits(target, budget.orphanedClaimAfter(), budget.orphanedToolPodAfter(),
-                              budget.sessionIdleAfter(), budget.sessionMaxLifetime(), budget.reservationLapseGrace());
+            return new Limits(target, target, FIXED_POOL_SHRINK_AFTER, budget.orphanedClaimAfter(),
+                              budget.orphanedToolPodAfter(), budget.sessionIdleAfter(), budget.sessionMaxLifetime(),
+                              budget.reservationLapseGrace());
+        }
+
+        /**
+         * @param poolMax     most the pool keeps when demand grows it
+         * @param shrinkAfter how long a burst keeps the pool grown
+         * @return these limits with a pool that follows demand between {@code target} and {@code poolMax}
+         */
+        public Limits followingDemand(int poolMax, Duration shrinkAfter) {
+            return new Limits(target, poolMax, shrinkAfter, orphanedClaimAfter, orphanedToolPodAfter,
+                              sessionIdleAfter, sessionMaxLifetime, reservationLapseGrace);
         }
     }
 
@@ -86,6 +107,15 @@ public final class PoolReconciler implements AutoCloseable {
     private final Clock clock;
 
     private final IdlePodCleaner cleaner;
+    private final PoolDemand demand;
+    /** Unused pool pods of the last pass: one gone from the pool since was taken by a run, unless the leader took it. */
+    private Set<String> lastUnclaimed = Set.of();
+    /** Unused pool pods the leader itself deleted (trim, outdated spec, lapsed reservation): not demand. */
+    private final Set<String> removedByLeader = new HashSet<>();
+    /** Pods this leader created and when, until they are seen ready (their start time). */
+    private final Map<String, Instant> starting = new HashMap<>();
+    private PoolRecord.Demand lastPublished;
+    private Instant lastPublishedAt = Instant.MIN;
     private final CoalescedPasses passes;
     private final Map<String, Instant> pendingCreates = new ConcurrentHashMap<>();
     private volatile boolean leading;
@@ -113,6 +143,7 @@ public final class PoolReconciler implements AutoCloseable {
         this.replicaId = replicaId;
         this.clock = clock;
         this.cleaner = new IdlePodCleaner(writes, limits, clock);
+        this.demand = new PoolDemand(limits.target(), limits.poolMax(), limits.shrinkAfter());
         this.passes = new CoalescedPasses("pool-reconciler", this::reconcile);
     }
 
@@ -131,6 +162,10 @@ public final class PoolReconciler implements AutoCloseable {
      * @param leading whether this replica now maintains the pool
      */
     public void leading(boolean leading) {
+        if (leading && !this.leading && demand.follows()) {
+            counters.createdTotal(); // a fresh read of the published figures
+            counters.demand().ifPresent(previous -> demand.carryOver(previous.target(), clock.instant()));
+        }
         this.leading = leading;
         LOGGER.info(leading ? "this replica now maintains the warm pool" : "this replica no longer maintains the pool");
         trigger();
@@ -166,16 +201,20 @@ public final class PoolReconciler implements AutoCloseable {
             return;
         }
         Instant now = clock.instant();
-        SortedPods pods = sort(snippets.pods(), now);
+        List<Pod> cached = snippets.pods();
+        SortedPods pods = sort(cached, now);
+        observeDemand(cached, pods.unclaimed(), now);
+        int target = demand.target(now);
+        publishDemand(target, now);
         deleteFinished(pods.finished());
         deleteLapsedReservations(pods.lapsed(), now);
         deleteOrphanedClaims(pods.orphaned());
         forgetCreatesSeen(pods.seen(), now);
         int have = pods.unclaimed().size() + pendingCreates.size();
-        if (have < limits.target()) {
-            refill(limits.target() - have, now);
-        } else if (pods.unclaimed().size() > limits.target()) {
-            trim(pods.unclaimed(), pods.unclaimed().size() - limits.target());
+        if (have < target) {
+            refill(target - have, now);
+        } else if (pods.unclaimed().size() > target) {
+            trim(pods.unclaimed(), pods.unclaimed().size() - target);
         }
         replaceOutdated(pods.outdated());
         cleaner.sessions(pods.sessions(), now);
@@ -216,6 +255,62 @@ public final class PoolReconciler implements AutoCloseable {
         return sorted;
     }
 
+    /**
+     * Feeds {@link PoolDemand}: each unused pod of the last pass that has left the pool for a run since (claimed, being
+     * deleted or gone, and not by the leader's own doing), and the start time of each pod this leader created that is
+     * ready now.
+     */
+    private void observeDemand(List<Pod> cached, List<Pod> unclaimed, Instant now) {
+        Map<String, Pod> byName = new HashMap<>();
+        for (Pod pod : cached) {
+            byName.put(pod.getMetadata().getName(), pod);
+        }
+        Set<String> unclaimedNow = new HashSet<>();
+        for (Pod pod : unclaimed) {
+            String name = pod.getMetadata().getName();
+            unclaimedNow.add(name);
+            Instant created = starting.get(name);
+            if (created != null && PodStates.isReady(pod)) {
+                demand.started(Duration.between(created, now));
+                starting.remove(name);
+            }
+        }
+        for (String name : lastUnclaimed) {
+            Pod pod = byName.get(name);
+            if (unclaimedNow.contains(name) || pod != null && !PodStates.isDeleting(pod) && !takenByRun(pod)) {
+                continue; // still in the pool, or left it without a run (a lapsed reservation, a finished pod)
+            }
+            if (!removedByLeader.remove(name)) {
+                demand.taken(now);
+            }
+        }
+        lastUnclaimed = unclaimedNow;
+        removedByLeader.removeIf(name -> !byName.containsKey(name));
+        starting.values().removeIf(at -> at.plus(START_TIMING_EXPIRY).isBefore(now));
+    }
+
+    private static boolean takenByRun(Pod pod) {
+        return SandboxLabels.STATE_CLAIMED.equals(PodStates.labels(pod).get(SandboxLabels.STATE))
+                && !String.valueOf(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY)).endsWith(TRIM_CLAIM);
+    }
+
+    /** Publishes the leader's figures for every replica's {@code GET /v1/pool} and metrics. */
+    private void publishDemand(int target, Instant now) {
+        PoolRecord.Demand figures = new PoolRecord.Demand(target, demand.takenPerSecond(now),
+                                                          demand.startTime().toMillis());
+        boolean changed = lastPublished == null || lastPublished.target() != target;
+        boolean stale = !figures.equals(lastPublished) && lastPublishedAt.plus(PUBLISH_PERIOD).isBefore(now);
+        if (changed || stale) {
+            if (changed && lastPublished != null) {
+                LOGGER.info("pool target " + lastPublished.target() + " -> " + target + " (" + figures.takenPerSecond()
+                        + " pods taken per second, pods start in " + figures.startMillis() + " ms)");
+            }
+            counters.publishDemand(figures);
+            lastPublished = figures;
+            lastPublishedAt = now;
+        }
+    }
+
     private void deleteFinished(List<Pod> finished) {
         for (Pod pod : finished) {
             if (unused(pod)) {
@@ -232,6 +327,7 @@ public final class PoolReconciler implements AutoCloseable {
             // Confirmed on the API server's copy first; if renewed meanwhile (the cache lags) or not readable
             // now, it is left out of this pass and looked at again in the next.
             if (lapsedOnServer(name, now)) {
+                removedByLeader.add(name);
                 LOGGER.warning("pool pod " + name + " reserved by " + PodStates.annotations(pod)
                         .get(SandboxLabels.CLAIMED_BY) + " until " + PodStates.reservedUntil(pod)
                         + " was never used or renewed; deleting");
@@ -297,6 +393,7 @@ public final class PoolReconciler implements AutoCloseable {
             try {
                 Pod created = writes.create(spec.poolPod());
                 pendingCreates.put(created.getMetadata().getName(), now);
+                starting.put(created.getMetadata().getName(), now);
                 counters.podCreated();
                 backoff = Duration.ZERO;
                 LOGGER.fine(() -> "created pool pod " + created.getMetadata().getName());
@@ -326,6 +423,7 @@ public final class PoolReconciler implements AutoCloseable {
     private void takeAndDelete(Pod pod, String why) {
         Pod taken = PoolMarks.claimed(pod, replicaId + TRIM_CLAIM, clock.instant(), null);
         if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
+            removedByLeader.add(pod.getMetadata().getName());
             LOGGER.info(why + pod.getMetadata().getName());
             writes.delete(pod.getMetadata().getName());
         }

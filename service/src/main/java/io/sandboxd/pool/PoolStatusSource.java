@@ -16,4 +16,18 @@ public interface PoolStatusSource {
     default int waiting() {
         return 0;
     }
+
+    /**
+     * @return pods taken from the pool per second over the last minute, as the leader published it (0 before)
+     */
+    default double takenPerSecond() {
+        return 0;
+    }
+
+    /**
+     * @return median time from a pool pod's creation to ready, in seconds, as the leader published it (0 before)
+     */
+    default double startSeconds() {
+        return 0;
+    }
 }

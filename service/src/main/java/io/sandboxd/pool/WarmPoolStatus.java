@@ -2,7 +2,8 @@ package io.sandboxd.pool;
 
 /**
  * {@code GET /v1/pool} as the pool sees it: {@code warm} from the warm pool, {@code in_flight} and
- * {@code created_total} from the pool-wide counters, {@code target} the pool size maintained.
+ * {@code created_total} from the pool-wide counters, {@code target} the pool size the leader keeps now (as it published
+ * it; the chart's {@code snippet.poolTarget} until it has).
  */
 public final class WarmPoolStatus implements PoolStatusSource {
 
@@ -13,7 +14,7 @@ public final class WarmPoolStatus implements PoolStatusSource {
     /**
      * @param pool     warm pool
      * @param counters pool-wide counters
-     * @param target   pool size maintained
+     * @param target   the chart's pool target (the least the pool keeps)
      */
     public WarmPoolStatus(WarmPool pool, PoolCounters counters, int target) {
         this.pool = pool;
@@ -23,7 +24,20 @@ public final class WarmPoolStatus implements PoolStatusSource {
 
     @Override
     public PoolStatus status() {
-        return new PoolStatus(pool.warmCount(), target, counters.inFlight(), counters.createdTotal());
+        long created = counters.createdTotal(); // a fresh read of the ConfigMap, which also holds the leader's target
+        int warm = pool.warmCount();
+        return new PoolStatus(warm, counters.demand().map(PoolRecord.Demand::target).orElse(target),
+                              counters.inFlight(), created);
+    }
+
+    @Override
+    public double takenPerSecond() {
+        return counters.demand().map(PoolRecord.Demand::takenPerSecond).orElse(0.0);
+    }
+
+    @Override
+    public double startSeconds() {
+        return counters.demand().map(d -> d.startMillis() / 1000.0).orElse(0.0);
     }
 
     @Override

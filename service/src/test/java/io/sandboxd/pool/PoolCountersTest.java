@@ -54,7 +54,7 @@ class PoolCountersTest {
     @BeforeEach
     void theChartCreatesTheConfigMapWithoutTheFigure() {
         client.configMaps().inNamespace(NS).resource(new ConfigMapBuilder()
-                .withNewMetadata().withName(CreatedTotal.CONFIG_MAP).endMetadata().build()).create();
+                .withNewMetadata().withName(PoolRecord.CONFIG_MAP).endMetadata().build()).create();
     }
 
     @AfterEach
@@ -97,6 +97,19 @@ class PoolCountersTest {
     }
 
     @Test
+    void everyReplicaReportsTheTargetTheLeaderPublished() throws Exception {
+        Replica a = replica("replica-a");
+        Replica b = replica("replica-b");
+        assertEquals(TARGET, b.status().target(), "nothing published yet: the chart's target");
+        a.counters.publishDemand(new PoolRecord.Demand(7, 0.5, 4200));
+        awaitTrue(() -> b.status().target() == 7 && a.status().target() == 7,
+                  () -> "both report the leader's target: a=" + a.status() + " b=" + b.status());
+        assertEquals(new PoolRecord.Demand(7, 0.5, 4200), b.counters.demand().orElseThrow());
+        assertEquals("7", stored().getData().get(PoolRecord.TARGET_KEY));
+        assertEquals("0", stored().getData().get(PoolRecord.KEY), "created_total untouched by the publication");
+    }
+
+    @Test
     void aLeaderChangeAndARestartKeepCreatedTotal() throws Exception {
         Replica a = replica("replica-a");
         a.reconciler.leading(true);
@@ -116,7 +129,7 @@ class PoolCountersTest {
 
         Replica restarted = replica("replica-a");
         assertEquals(TARGET + 2, restarted.counters.createdTotal(), "kept across the restart of a replica");
-        assertEquals(Long.toString(TARGET + 2), stored().getData().get(CreatedTotal.KEY));
+        assertEquals(Long.toString(TARGET + 2), stored().getData().get(PoolRecord.KEY));
     }
 
     @Test
@@ -163,16 +176,16 @@ class PoolCountersTest {
             for (int i = 1; i < seen.size(); i++) {
                 assertTrue(seen.get(i) >= seen.get(i - 1), "decreased at read " + i + ": " + seen);
             }
-            assertEquals(Long.toString(total), stored().getData().get(CreatedTotal.KEY));
+            assertEquals(Long.toString(total), stored().getData().get(PoolRecord.KEY));
 
             // Someone lowers the stored figure: no replica reports less than it did, and the next pod recorded
             // counts on from the highest figure, so even a replica started afterwards never sees it go down.
             client.configMaps().inNamespace(NS).resource(new ConfigMapBuilder(stored())
-                    .addToData(CreatedTotal.KEY, "7").build()).update();
+                    .addToData(PoolRecord.KEY, "7").build()).update();
             assertEquals(total, a.counters.createdTotal());
             assertEquals(total, b.counters.createdTotal());
             a.counters.podCreated();
-            awaitTrue(() -> Long.toString(total + 1).equals(stored().getData().get(CreatedTotal.KEY)), "healed");
+            awaitTrue(() -> Long.toString(total + 1).equals(stored().getData().get(PoolRecord.KEY)), "healed");
             assertEquals(total + 1, replica("replica-c").counters.createdTotal());
         } finally {
             pool.shutdownNow();
@@ -200,11 +213,11 @@ class PoolCountersTest {
 
     @Test
     void withoutTheConfigMapAReplicaWithTheRightCreatesIt() throws Exception {
-        client.configMaps().inNamespace(NS).withName(CreatedTotal.CONFIG_MAP).delete();
+        client.configMaps().inNamespace(NS).withName(PoolRecord.CONFIG_MAP).delete();
         awaitTrue(() -> stored() == null, "deleted");
         Replica a = replica("replica-a");
         a.counters.podCreated();
-        awaitTrue(() -> stored() != null && "1".equals(stored().getData().get(CreatedTotal.KEY)), "created with 1");
+        awaitTrue(() -> stored() != null && "1".equals(stored().getData().get(PoolRecord.KEY)), "created with 1");
         assertEquals(1, a.counters.createdTotal());
     }
 
@@ -230,7 +243,7 @@ class PoolCountersTest {
     private final class Replica implements AutoCloseable {
         final PodCache snippets;
         final PodCache tools;
-        final CreatedTotal created;
+        final PoolRecord created;
         final PoolCounters counters;
         final WarmPool pool;
         final PoolReconciler reconciler;
@@ -241,7 +254,7 @@ class PoolCountersTest {
             tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
             awaitSynced(snippets);
             awaitSynced(tools);
-            created = CreatedTotal.inCluster(client, NS);
+            created = PoolRecord.inCluster(client, NS);
             counters = new PoolCounters(snippets, created);
             PodWrites writes = new PodWrites(client, NS);
             pool = new WarmPool(snippets, writes, id, Clock.systemUTC(), 0, WarmPoolTest.TIMES, ip -> true, pod -> true);
@@ -279,7 +292,7 @@ class PoolCountersTest {
     }
 
     private ConfigMap stored() {
-        return client.configMaps().inNamespace(NS).withName(CreatedTotal.CONFIG_MAP).get();
+        return client.configMaps().inNamespace(NS).withName(PoolRecord.CONFIG_MAP).get();
     }
 
     private List<Pod> storedPods() {

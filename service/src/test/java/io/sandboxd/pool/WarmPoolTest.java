@@ -291,6 +291,68 @@ class WarmPoolTest {
         }
     }
 
+    @Test
+    void aPoolThatFollowsDemandGrowsWithABurstPublishesItsTargetAndShrinksAfterIdle() throws Exception {
+        PodCache snippets = cache();
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        caches.add(tools);
+        MovableClock clock = new MovableClock();
+        PoolCounters counters = new PoolCounters();
+        PoolReconciler reconciler = new PoolReconciler(
+                snippets, tools, new PodWrites(client, NS),
+                new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT), counters,
+                PoolReconciler.Limits.of(2, io.sandboxd.TestSettings.BUDGET).followingDemand(6, Duration.ofSeconds(60)),
+                "replica-a", clock);
+        try {
+            awaitSynced(snippets);
+            awaitSynced(tools);
+            reconciler.leading(true);
+            settle(reconciler, snippets, 2);
+            assertEquals(2, counters.demand().orElseThrow().target(), "no demand yet: the minimum, published");
+
+            // Runs take the two warm pods, then the two made to replace them, all within one start time (5 s until
+            // one is measured: these pods never become ready without a kubelet).
+            for (int round = 0; round < 2; round++) {
+                for (Pod pod : snippetPods()) {
+                    client.pods().inNamespace(NS).withName(pod.getMetadata().getName()).delete();
+                }
+                snippets.await(() -> snippets.pods().isEmpty() ? Optional.of(true) : Optional.empty(),
+                               Duration.ofSeconds(5));
+                clock.advance(Duration.ofMillis(500));
+                reconciler.reconcile();
+                snippets.await(() -> snippets.pods().size() >= 2 ? Optional.of(true) : Optional.empty(),
+                               Duration.ofSeconds(5));
+                reconciler.reconcile();
+            }
+            settle(reconciler, snippets, 4);
+            assertEquals(4, counters.demand().orElseThrow().target(), "four taken within one start time");
+
+            // Idle past poolShrinkAfterSeconds: the warm pods above the minimum are trimmed.
+            clock.advance(Duration.ofSeconds(61));
+            settle(reconciler, snippets, 2);
+            assertEquals(2, counters.demand().orElseThrow().target());
+            assertEquals(8, counters.createdTotal(), "2, then 2 for the first two taken, then 4 for the four");
+        } finally {
+            reconciler.close();
+        }
+    }
+
+    /** Runs passes until the stored pool (not being deleted) has {@code size} pods, and stays there. */
+    private void settle(PoolReconciler reconciler, PodCache snippets, int size) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() < deadline) {
+            reconciler.reconcile();
+            long live = snippetPods().stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null
+                    && !"claimed".equals(state(p))).count();
+            if (live == size && snippets.pods().size() == size) {
+                reconciler.reconcile(); // a pass that sees them in the cache: they count as pool pods, not creates
+                return;
+            }
+            Thread.sleep(50);
+        }
+        assertEquals(size, snippetPods().size(), "pool size");
+    }
+
     // ---- reservations: pods taken ahead of demand ----
 
     @Test

@@ -1,7 +1,10 @@
 package io.sandboxd.pool;
 
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
@@ -10,6 +13,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -23,8 +27,11 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 
 /**
- * {@code created_total} of {@code GET /v1/pool}, one figure for the whole pool (D8): the snippet pods sandboxd has
- * created since it was installed, whichever replica created them, kept across replica restarts and leader changes.
+ * The pool's figures kept in the cluster, so that every replica reports the same (D8):
+ * {@code created_total} of {@code GET /v1/pool}, the snippet pods sandboxd has created since it was installed,
+ * whichever replica created them, kept across replica restarts and leader changes; and the pool leader's
+ * {@link Demand} figures (the pool size it keeps now, pods taken per second, the time a pod takes to start), which the
+ * other replicas report as the leader published them.
  *
  * <p>Where it is kept: key {@value #KEY} of the ConfigMap {@value #CONFIG_MAP} in the sandbox namespace (next to the
  * Lease {@code sandboxd-pool}). The chart creates that ConfigMap without the key, so a {@code helm upgrade} leaves the
@@ -47,14 +54,51 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * never reports less than the highest figure it has read or written; when the API server does not answer within
  * {@link #READ_TIMEOUT} it reports that.
  */
-public final class CreatedTotal implements AutoCloseable {
+public final class PoolRecord implements AutoCloseable {
 
     /** Name of the ConfigMap (sandbox namespace) that keeps the figure; the chart creates it. */
     public static final String CONFIG_MAP = "sandboxd-pool-counters";
     /** Key of the figure in the ConfigMap's data. */
     public static final String KEY = "created_total";
+    /** Key of the pool size the leader keeps now. */
+    public static final String TARGET_KEY = "target";
+    /** Key of the pods taken from the pool per second (the leader's last minute). */
+    public static final String TAKEN_PER_SECOND_KEY = "taken_per_second";
+    /** Key of the median time a pool pod took from its creation to ready, in milliseconds. */
+    public static final String START_MILLIS_KEY = "start_ms";
 
-    private static final Logger LOGGER = Logger.getLogger(CreatedTotal.class.getName());
+    /**
+     * What the pool leader published of the demand it follows.
+     *
+     * @param target         the pool size it keeps now
+     * @param takenPerSecond pods taken from the pool per second over the last minute
+     * @param startMillis    median time from a pool pod's creation to ready, in milliseconds
+     */
+    public record Demand(int target, double takenPerSecond, long startMillis) {
+
+        Map<String, String> data() {
+            return Map.of(TARGET_KEY, Integer.toString(target),
+                          TAKEN_PER_SECOND_KEY, String.format(Locale.ROOT, "%.3f", takenPerSecond),
+                          START_MILLIS_KEY, Long.toString(startMillis));
+        }
+
+        /** @return the figures stored in the ConfigMap, or {@code null} when none were published (or unreadable) */
+        static Demand from(ConfigMap configMap) {
+            Map<String, String> data = configMap == null ? null : configMap.getData();
+            if (data == null || data.get(TARGET_KEY) == null) {
+                return null;
+            }
+            try {
+                return new Demand(Integer.parseInt(data.get(TARGET_KEY).trim()),
+                                  Double.parseDouble(data.getOrDefault(TAKEN_PER_SECOND_KEY, "0").trim()),
+                                  Long.parseLong(data.getOrDefault(START_MILLIS_KEY, "0").trim()));
+            } catch (NumberFormatException e) {
+                return null;
+            }
+        }
+    }
+
+    private static final Logger LOGGER = Logger.getLogger(PoolRecord.class.getName());
     static final Duration READ_TIMEOUT = Duration.ofSeconds(2);
     static final Duration READ_SPACING = Duration.ofMillis(20);
     static final Duration RETRY = Duration.ofSeconds(2);
@@ -76,8 +120,12 @@ public final class CreatedTotal implements AutoCloseable {
     /** The ConfigMap as this replica last wrote it (its resourceVersion guards the next update); under record(). */
     private ConfigMap lastWritten;
     private volatile boolean missingReported;
+    /** Demand figures to write (the leader's), until written. */
+    private final AtomicReference<Demand> toPublish = new AtomicReference<>();
+    /** The demand figures as last read or written. */
+    private volatile Demand published;
 
-    private CreatedTotal(KubernetesClient client, String namespace) {
+    private PoolRecord(KubernetesClient client, String namespace) {
         this.client = client;
         this.namespace = namespace;
         if (client == null) {
@@ -97,8 +145,8 @@ public final class CreatedTotal implements AutoCloseable {
      * @param namespace sandbox namespace (where the chart creates {@value #CONFIG_MAP})
      * @return the pool-wide figure
      */
-    public static CreatedTotal inCluster(KubernetesClient client, String namespace) {
-        return new CreatedTotal(client, namespace);
+    public static PoolRecord inCluster(KubernetesClient client, String namespace) {
+        return new PoolRecord(client, namespace);
     }
 
     /**
@@ -106,8 +154,8 @@ public final class CreatedTotal implements AutoCloseable {
      *
      * @return a counter in memory
      */
-    public static CreatedTotal inMemory() {
-        return new CreatedTotal(null, null);
+    public static PoolRecord inMemory() {
+        return new PoolRecord(null, null);
     }
 
     /**
@@ -122,6 +170,28 @@ public final class CreatedTotal implements AutoCloseable {
         }
         unrecorded.addAndGet(pods);
         writes.request();
+    }
+
+    /**
+     * The leader publishes its demand figures (in the background, with the next write).
+     *
+     * @param demand figures
+     */
+    void publish(Demand demand) {
+        if (client == null) {
+            published = demand;
+            return;
+        }
+        toPublish.set(demand);
+        writes.request();
+    }
+
+    /**
+     * @return the demand figures the leader published, as this replica last read or wrote them (empty: none yet,
+     *         a fixed pool or no leader so far)
+     */
+    Optional<Demand> published() {
+        return Optional.ofNullable(published);
     }
 
     /**
@@ -160,7 +230,12 @@ public final class CreatedTotal implements AutoCloseable {
         try {
             reads.schedule(() -> {
                 try {
-                    batch.complete(raise(stored(fetch())));
+                    ConfigMap current = fetch();
+                    Demand demand = Demand.from(current);
+                    if (demand != null) {
+                        published = demand;
+                    }
+                    batch.complete(raise(stored(current)));
                 } catch (RuntimeException e) {
                     LOGGER.log(Level.FINE, "reading " + CONFIG_MAP + " failed", e);
                     batch.completeExceptionally(e);
@@ -184,22 +259,27 @@ public final class CreatedTotal implements AutoCloseable {
     private synchronized void record() {
         for (int attempt = 0; attempt < ATTEMPTS_PER_PASS; attempt++) {
             long adding = unrecorded.get();
-            if (adding == 0) {
+            Demand publishing = toPublish.get();
+            if (adding == 0 && publishing == null) {
                 return;
             }
             try {
                 ConfigMap current = lastWritten != null ? lastWritten : fetch();
                 if (current == null) {
-                    if (!createMissing(adding)) {
+                    if (!createMissing(adding, publishing)) {
                         return;
                     }
                     continue;
                 }
                 long figure = raise(stored(current)) + adding;
-                ConfigMap desired = new ConfigMapBuilder(current).addToData(KEY, Long.toString(figure)).build();
+                ConfigMapBuilder desired = new ConfigMapBuilder(current).addToData(KEY, Long.toString(figure));
+                if (publishing != null) {
+                    desired.addToData(publishing.data());
+                }
                 // update() replaces the object only if it still has the resourceVersion of `current` (else 409).
-                lastWritten = client.configMaps().inNamespace(namespace).resource(desired).update();
+                lastWritten = client.configMaps().inNamespace(namespace).resource(desired.build()).update();
                 unrecorded.addAndGet(-adding);
+                written(publishing);
                 raise(figure);
             } catch (KubernetesClientException e) {
                 lastWritten = null;
@@ -214,16 +294,21 @@ public final class CreatedTotal implements AutoCloseable {
     }
 
     /** The ConfigMap is missing: create it (a local run with an admin's rights; the chart's Role grants no create). */
-    private boolean createMissing(long adding) {
+    private boolean createMissing(long adding, Demand publishing) {
         long figure = highest.get() + adding;
+        Map<String, String> data = new HashMap<>(Map.of(KEY, Long.toString(figure)));
+        if (publishing != null) {
+            data.putAll(publishing.data());
+        }
         ConfigMap created = new ConfigMapBuilder()
                 .withNewMetadata().withName(CONFIG_MAP).withNamespace(namespace)
                     .addToLabels(SandboxLabels.MANAGED_BY, SandboxLabels.MANAGER).endMetadata()
-                .withData(Map.of(KEY, Long.toString(figure)))
+                .withData(data)
                 .build();
         try {
             lastWritten = client.configMaps().inNamespace(namespace).resource(created).create();
             unrecorded.addAndGet(-adding);
+            written(publishing);
             raise(figure);
             return true;
         } catch (KubernetesClientException e) {
@@ -236,6 +321,14 @@ public final class CreatedTotal implements AutoCloseable {
                         + PodWrites.describe(e) + "): created_total is not kept until it exists; the chart creates it");
             }
             return false;
+        }
+    }
+
+    /** The demand figures {@code publishing} are in the ConfigMap now (newer ones may wait). */
+    private void written(Demand publishing) {
+        if (publishing != null) {
+            toPublish.compareAndSet(publishing, null);
+            published = publishing;
         }
     }
 
