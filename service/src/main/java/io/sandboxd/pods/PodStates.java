@@ -144,6 +144,14 @@ public final class PodStates {
 
     /**
      * @param pod pod
+     * @return when the request that claimed this pool pod arrived, if it claimed the pod itself
+     */
+    public static Optional<Instant> requestedAt(Pod pod) {
+        return parseTime(annotations(pod).get(SandboxLabels.REQUESTED_AT));
+    }
+
+    /**
+     * @param pod pod
      * @return last use of a session pod (annotation, epoch ms), else creation time
      */
     public static Instant lastUsedAt(Pod pod) {

@@ -37,6 +37,11 @@ public final class SandboxLabels {
     public static final String CLAIMED_BY = "sandboxd.io/claimed-by";
     /** Annotation: when the pod was claimed (RFC 3339); lets any replica find claims orphaned by a crash. */
     public static final String CLAIMED_AT = "sandboxd.io/claimed-at";
+    /**
+     * Annotation on a pool pod a request claimed itself: when that request arrived (RFC 3339), earlier than
+     * {@link #CLAIMED_AT} when it waited for the pod; the pool leader counts demand at that time.
+     */
+    public static final String REQUESTED_AT = "sandboxd.io/requested-at";
     /** Annotation on reserved pods: until when the reservation holds (RFC 3339); after that it is orphaned. */
     public static final String RESERVED_UNTIL = "sandboxd.io/reserved-until";
     /** Annotation on a pod another replica reserved: the replica whose request waits for a pod and asks for it. */

@@ -12,7 +12,11 @@ import java.util.List;
  * minimum ({@code snippet.poolTarget}) and maximum ({@code snippet.poolMax}).
  *
  * <p>The rule: a pod taken from the pool is replaced by one that needs the measured start time to be ready, so the pool
- * keeps up when it holds as many warm pods as requests take within one start time. The target is the most pods taken
+ * keeps up when it holds as many warm pods as requests take within one start time. A pod is counted at the time its
+ * request arrived, so requests that had to wait for pods count as the burst they were. But a request still waiting is
+ * seen only once it is served, a start time later: so when the pool runs dry (no ready pod left while pods are being
+ * taken), the demand is at least what was taken and its extent unknown, and the target is twice what was taken within
+ * that start time, for {@code idleAfter} (capped by the maximum, like everything here). The target is the most pods taken
  * within any one start time over the last {@code idleAfter} (a burst seen is expected again: the pool grows as the
  * first burst is served and stays grown for the next; it shrinks back once {@code idleAfter} has passed without such
  * a burst). Pure bookkeeping on the leader's clock; the reconciler feeds it and publishes its figures.
@@ -31,6 +35,8 @@ final class PoolDemand {
     private final Duration idleAfter;
     private final Deque<Instant> taken = new ArrayDeque<>();
     private final Deque<Duration> starts = new ArrayDeque<>();
+    /** When the pool ran dry, and how many had been taken within one start time then. */
+    private final Deque<Dry> dry = new ArrayDeque<>();
     /** A target carried over from the previous leader, kept until {@link #carriedUntil}. */
     private int carried;
     private Instant carriedUntil = Instant.MIN;
@@ -66,10 +72,25 @@ final class PoolDemand {
         carriedUntil = now.plus(idleAfter);
     }
 
+    private record Dry(Instant at, int taken) {
+    }
+
+    /**
+     * The leader saw no ready pod left in the pool.
+     *
+     * @param now now
+     */
+    synchronized void ranDry(Instant now) {
+        int taken = takenWithin(now.minus(startTime()), now);
+        if (taken > 0) {
+            dry.addLast(new Dry(now, taken));
+        }
+    }
+
     /**
      * A pod left the pool for a run.
      *
-     * @param at when the leader saw it go
+     * @param at when its request arrived (or, unknown, when the leader saw it go)
      */
     synchronized void taken(Instant at) {
         taken.addLast(at);
@@ -106,7 +127,13 @@ final class PoolDemand {
         if (!follows()) {
             return min;
         }
-        int seen = now.isBefore(carriedUntil) ? Math.max(carried, mostWithin(startTime())) : mostWithin(startTime());
+        int seen = mostWithin(startTime());
+        if (now.isBefore(carriedUntil)) {
+            seen = Math.max(seen, carried);
+        }
+        for (Dry d : dry) {
+            seen = Math.max(seen, 2 * d.taken());
+        }
         return Math.max(min, Math.min(max, seen));
     }
 
@@ -135,7 +162,12 @@ final class PoolDemand {
         return most;
     }
 
+    private int takenWithin(Instant from, Instant to) {
+        return (int) taken.stream().filter(at -> !at.isBefore(from) && !at.isAfter(to)).count();
+    }
+
     private void forgetBefore(Instant cutoff) {
         taken.removeIf(at -> at.isBefore(cutoff));
+        dry.removeIf(d -> d.at().isBefore(cutoff));
     }
 }

@@ -100,6 +100,22 @@ final class PoolMarks {
     }
 
     /**
+     * @param pod         pod as last seen
+     * @param claimedBy   {@code <replica-id>/<request-id>}
+     * @param at          time of the claim
+     * @param project     caller's project
+     * @param runsAtMost  how long the run may take
+     * @param requestedAt when the request arrived (it may have waited for this pod since)
+     * @return the pod claimed by a request that claimed it itself
+     */
+    static Pod claimed(Pod pod, String claimedBy, Instant at, String project, Duration runsAtMost,
+                       Instant requestedAt) {
+        return new PodBuilder(claimed(pod, claimedBy, at, project, runsAtMost))
+                .editMetadata().addToAnnotations(SandboxLabels.REQUESTED_AT, requestedAt.toString()).endMetadata()
+                .build();
+    }
+
+    /**
      * The pod with the kubelet's own end ({@code activeDeadlineSeconds}, counted from the pod's start) no later than
      * {@code within} after {@code now}: a claimed pod ends even when no replica is left to delete it. The API server
      * lets a running pod's deadline be set or shortened, never lengthened; a shorter one is kept.

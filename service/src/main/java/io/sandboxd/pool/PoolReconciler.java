@@ -281,10 +281,14 @@ public final class PoolReconciler implements AutoCloseable {
                 continue; // still in the pool, or left it without a run (a lapsed reservation, a finished pod)
             }
             if (!removedByLeader.remove(name)) {
-                demand.taken(now);
+                // Counted when its request arrived: a request that waited for a pod was demand from then on.
+                demand.taken(pod == null ? now : PodStates.requestedAt(pod).filter(at -> at.isBefore(now)).orElse(now));
             }
         }
         lastUnclaimed = unclaimedNow;
+        if (demand.follows() && unclaimed.stream().noneMatch(PodStates::isReady)) {
+            demand.ranDry(now);
+        }
         removedByLeader.removeIf(name -> !byName.containsKey(name));
         starting.values().removeIf(at -> at.plus(START_TIMING_EXPIRY).isBefore(now));
     }

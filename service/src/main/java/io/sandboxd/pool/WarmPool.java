@@ -2,6 +2,7 @@ package io.sandboxd.pool;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -90,13 +91,14 @@ public final class WarmPool implements AutoCloseable {
      */
     public ClaimedPod claim(String requestId, String project, Duration wait) {
         long[] lastAsk = {System.nanoTime() - ASK_EVERY.toNanos()};
+        Instant arrived = clock.instant();
         FairQueue.Turn turn = turns.enter(project);
         Optional<ClaimedPod> claimed = Optional.empty();
         try {
             claimed = cache.await(() -> {
                 // Only the request whose turn it is takes a pod; the others wait for theirs.
                 Optional<ClaimedPod> pod = turns.isNext(turn)
-                        ? reservations.take(requestId, project).or(() -> tryClaim(requestId, project))
+                        ? reservations.take(requestId, project).or(() -> tryClaim(requestId, project, arrived))
                         : Optional.empty();
                 if (pod.isEmpty() && reservations.queued() == 0
                         && System.nanoTime() - lastAsk[0] >= ASK_EVERY.toNanos()) {
@@ -173,7 +175,7 @@ public final class WarmPool implements AutoCloseable {
         return turns.waiting();
     }
 
-    private Optional<ClaimedPod> tryClaim(String requestId, String project) {
+    private Optional<ClaimedPod> tryClaim(String requestId, String project, Instant arrived) {
         // Random order spreads concurrent claimers (this replica's and others') over different pods.
         for (Pod pod : cache.inRandomOrder(pod -> PodStates.isWarm(pod) && current.test(pod)
                 && !held.holds(pod.getMetadata().getName()))) {
@@ -182,7 +184,7 @@ public final class WarmPool implements AutoCloseable {
                 continue;
             }
             Pod claimed = PoolMarks.claimed(pod, replicaId + "/" + requestId, clock.instant(), project,
-                                            times.claimedPodDeadline());
+                                            times.claimedPodDeadline(), arrived);
             PodWrites.Update update = writes.updateIfUnchanged(claimed);
             if (update.outcome() == PodWrites.Outcome.UPDATED) {
                 String ip = update.pod().getStatus() != null && update.pod().getStatus().getPodIP() != null

@@ -56,6 +56,19 @@ class PoolDemandTest {
     }
 
     @Test
+    void aPoolThatRanDryAsksForTwiceWhatWasTakenUntilIdle() {
+        PoolDemand demand = new PoolDemand(3, 10, SHRINK_AFTER);
+        for (int i = 0; i < 3; i++) {
+            demand.taken(T0);
+        }
+        demand.ranDry(T0.plusMillis(100)); // the three warm pods went; more requests may be waiting, unseen
+        assertEquals(6, demand.target(T0.plusSeconds(1)));
+        assertEquals(3, demand.target(T0.plusSeconds(301)));
+        demand.ranDry(T0.plusSeconds(400)); // nothing taken lately: an empty pool while idle is no demand
+        assertEquals(3, demand.target(T0.plusSeconds(401)));
+    }
+
+    @Test
     void neverAboveTheMaximum() {
         PoolDemand demand = new PoolDemand(2, 6, SHRINK_AFTER);
         for (int i = 0; i < 40; i++) {

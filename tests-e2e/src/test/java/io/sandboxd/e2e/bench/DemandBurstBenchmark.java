@@ -7,13 +7,21 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import io.sandboxd.e2e.support.Sandboxd;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 
 import org.junit.jupiter.api.Test;
 
@@ -23,60 +31,109 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Issue 11, point 3: a pool that follows demand, measured the way agent-sandbox's harness does: bursts of
  * {@code bench.burst.size} (10) concurrent {@code print(1)} runs every {@code bench.burst.everySeconds} (20), for
  * {@code bench.burst.count} (5) bursts, with the bench install's {@code snippet.poolTarget} below the burst and
- * {@code snippet.poolMax} above it. A burst is at most what the node starts in its interval (loop (a) of
+ * {@code snippet.poolMax} above it, starting once the pool is back at its minimum (the bench install shrinks it after
+ * {@code snippet.poolShrinkAfterSeconds} 60, three bursts' time). A burst is at most what the node starts in its interval (loop (a) of
  * {@link ThroughputBenchmark}: about 0.7 pods per second here, so 14 in 20 s).
  *
- * <p>A run is a warm hit when it is answered within {@value #WARM_HIT_MS} ms: a warm run of {@code print(1)} takes
- * tens of milliseconds, and a run that had to wait for a new pod waits at least a pod's start, seconds on this node.
- * Prints, per burst: the pool's target before it, warm hits, p50 and p99; then the warm share of bursts 2 to k
+ * <p>A run is a warm hit when the pod that ran it ({@code sandbox_id}) was already Ready when the run was sent, as an
+ * informer on the sandbox namespace saw it (its latency says less: ten runs at once on two cores take hundreds of
+ * milliseconds each even on warm pods). Prints, per burst: the pool's target before it, warm hits, p50 and p99; then the warm share of bursts 2 to k
  * (the issue asks for at least 90 %). Asserts only that every run was answered 200.
  */
 class DemandBurstBenchmark {
+    /** One run: its status, when it was sent (nanoTime), how long it took, and the pod that ran it. */
+    private record Run(int status, long sent, long millis, String pod) {
+    }
+
     private static final int BURSTS = Integer.getInteger("bench.burst.count", 5);
     private static final int SIZE = Integer.getInteger("bench.burst.size", 10);
     private static final int EVERY_SECONDS = Integer.getInteger("bench.burst.everySeconds", 20);
-    static final long WARM_HIT_MS = 1000;
+
+    /** A snippet setting as the chart rendered it into sandboxd's configuration. */
+    private static int configured(Sandboxd sandboxd, String key) {
+        String applicationYaml = sandboxd.k8s().configMaps().inNamespace(Sandboxd.RELEASE_NAMESPACE)
+                .withName(Sandboxd.RELEASE + "-config").get().getData().get("application.yaml");
+        Matcher m = Pattern.compile("(?m)^\\s+" + key + ": (\\d+)").matcher(applicationYaml);
+        assertTrue(m.find(), key + " not in " + applicationYaml);
+        return Integer.parseInt(m.group(1));
+    }
 
     @Test
     void burstsAfterTheFirstAreServedWarm() throws Exception {
         Sandboxd sandboxd = Sandboxd.get();
         sandboxd.awaitWarmPool();
+        // Start from the pool's minimum, so that the first burst shows what a pool that has seen no demand does.
+        int min = configured(sandboxd, "poolTarget");
+        long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(configured(sandboxd, "poolShrinkAfterSeconds") + 60L);
+        while (sandboxd.pool().json().path("target").asInt() > min && System.nanoTime() < waitUntil) {
+            Thread.sleep(2000);
+        }
+        sandboxd.awaitWarmPool();
         URI execute = sandboxd.serviceUri().resolve("/v1/execute");
         String token = sandboxd.token("bench-burst-" + UUID.randomUUID().toString().substring(0, 8), "agent",
                                       Sandboxd.AGENT_IMAGE);
-        System.out.printf("%n[bench] demand bursts: %d bursts of %d concurrent print(1) every %d s; warm hit = "
-                                  + "answered within %d ms%n", BURSTS, SIZE, EVERY_SECONDS, WARM_HIT_MS);
+        System.out.printf("%n[bench] demand bursts: %d bursts of %d concurrent print(1) every %d s; warm hit = its pod was "
+                                  + "Ready before the run was sent%n", BURSTS, SIZE, EVERY_SECONDS);
         System.out.println("| burst | pool target before | warm hits | p50 ms | p99 ms |");
         System.out.println("|---|---|---|---|---|");
         int laterRuns = 0;
         int laterWarm = 0;
         int failed = 0;
+        Map<String, Long> readyAt = new ConcurrentHashMap<>();
         try (HttpClient http = HttpClient.newHttpClient();
-             ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+             ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor();
+             SharedIndexInformer<Pod> pods = sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
+                     .inform(new ResourceEventHandler<>() {
+                         @Override
+                         public void onAdd(Pod pod) {
+                             seen(pod);
+                         }
+
+                         @Override
+                         public void onUpdate(Pod before, Pod after) {
+                             seen(after);
+                         }
+
+                         @Override
+                         public void onDelete(Pod pod, boolean unknown) {
+                         }
+
+                         private void seen(Pod pod) {
+                             if (pod.getStatus() != null && pod.getStatus().getConditions() != null
+                                     && pod.getStatus().getConditions().stream().anyMatch(
+                                             c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()))) {
+                                 readyAt.putIfAbsent(pod.getMetadata().getName(), System.nanoTime());
+                             }
+                         }
+                     })) {
             for (int burst = 1; burst <= BURSTS; burst++) {
                 long started = System.nanoTime();
                 int target = sandboxd.pool().json().path("target").asInt();
-                List<Future<long[]>> runs = new ArrayList<>();
+                List<Future<Run>> runs = new ArrayList<>();
                 for (int i = 0; i < SIZE; i++) {
                     runs.add(threads.submit(() -> {
-                        long t0 = System.nanoTime();
-                        int status = http.send(HttpRequest.newBuilder(execute)
-                                                       .header("Authorization", "Bearer " + token)
-                                                       .timeout(Duration.ofMinutes(2))
-                                                       .POST(HttpRequest.BodyPublishers.ofString("{\"code\":\"print(1)\"}"))
-                                                       .build(), HttpResponse.BodyHandlers.ofString()).statusCode();
-                        return new long[] {status, (System.nanoTime() - t0) / 1_000_000};
+                        long sent = System.nanoTime();
+                        HttpResponse<String> r = http.send(HttpRequest.newBuilder(execute)
+                                                                   .header("Authorization", "Bearer " + token)
+                                                                   .timeout(Duration.ofMinutes(2))
+                                                                   .POST(HttpRequest.BodyPublishers.ofString(
+                                                                           "{\"code\":\"print(1)\"}"))
+                                                                   .build(), HttpResponse.BodyHandlers.ofString());
+                        String pod = r.statusCode() == 200
+                                ? Sandboxd.JSON.readTree(r.body()).path("sandbox_id").asText() : "";
+                        return new Run(r.statusCode(), sent, (System.nanoTime() - sent) / 1_000_000, pod);
                     }));
                 }
                 List<Long> millis = new ArrayList<>();
                 int warm = 0;
-                for (Future<long[]> run : runs) {
-                    long[] result = run.get(3, TimeUnit.MINUTES);
-                    if (result[0] != 200) {
+                for (Future<Run> future : runs) {
+                    Run run = future.get(3, TimeUnit.MINUTES);
+                    if (run.status() != 200) {
                         failed++;
                     }
-                    millis.add(result[1]);
-                    if (result[0] == 200 && result[1] <= WARM_HIT_MS) {
+                    millis.add(run.millis());
+                    Long ready = readyAt.get(run.pod());
+                    if (run.status() == 200 && ready != null && ready <= run.sent()) {
                         warm++;
                     }
                 }
