@@ -250,11 +250,9 @@ class WarmPoolTest {
         PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
         caches.add(tools);
         PoolCounters counters = new PoolCounters();
-        PoolReconciler reconciler = new PoolReconciler(
-                snippets, tools, new PodWrites(client, NS),
-                new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT), counters,
-                PoolReconciler.Limits.of(3, io.sandboxd.TestSettings.BUDGET),
-                "replica-a", Clock.systemUTC());
+        PoolReconciler reconciler = reconciler(snippets, tools, counters,
+                                               PoolReconciler.Limits.of(3, io.sandboxd.TestSettings.BUDGET),
+                                               Clock.systemUTC());
         try {
             awaitSynced(snippets);
             awaitSynced(tools);
@@ -298,11 +296,9 @@ class WarmPoolTest {
         caches.add(tools);
         MovableClock clock = new MovableClock();
         PoolCounters counters = new PoolCounters();
-        PoolReconciler reconciler = new PoolReconciler(
-                snippets, tools, new PodWrites(client, NS),
-                new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT), counters,
+        PoolReconciler reconciler = reconciler(snippets, tools, counters,
                 PoolReconciler.Limits.of(2, io.sandboxd.TestSettings.BUDGET).followingDemand(6, Duration.ofSeconds(60)),
-                "replica-a", clock);
+                clock);
         try {
             awaitSynced(snippets);
             awaitSynced(tools);
@@ -557,12 +553,17 @@ class WarmPoolTest {
     }
 
     private PoolReconciler reconciler(PodCache snippets, PodCache tools, int target, Clock clock) {
+        return reconciler(snippets, tools, new PoolCounters(),
+                          PoolReconciler.Limits.of(target, io.sandboxd.TestSettings.BUDGET), clock);
+    }
+
+    /** The reconciler of replica-a, over the mock API server. */
+    private PoolReconciler reconciler(PodCache snippets, PodCache tools, PoolCounters counters,
+                                      PoolReconciler.Limits limits, Clock clock) {
         return new PoolReconciler(
                 snippets, tools, new PodWrites(client, NS),
-                new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT),
-                new PoolCounters(),
-                PoolReconciler.Limits.of(target, io.sandboxd.TestSettings.BUDGET),
-                "replica-a", clock);
+                new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT), counters,
+                limits, "replica-a", clock);
     }
 
     /** Pods stored as reserved by a replica (state and {@code claimed-by}). */
