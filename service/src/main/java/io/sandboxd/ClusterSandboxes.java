@@ -26,6 +26,7 @@ import io.sandboxd.pool.PoolTimes;
 import io.sandboxd.pool.SessionPods;
 import io.sandboxd.pool.WarmPool;
 import io.sandboxd.pool.WarmPoolStatus;
+import io.sandboxd.pool.WarmToolPods;
 import io.sandboxd.run.PodToolCaller;
 import io.sandboxd.run.PooledSnippetRunner;
 import io.sandboxd.run.ProjectLimits;
@@ -88,18 +89,19 @@ final class ClusterSandboxes implements AutoCloseable {
                                                                       budget.sessionMaxLifetime(),
                                                                       budget.sessionPodDeadline()));
         ProjectLimits projectLimits = new ProjectLimits(config.projectLimits());
-        poolStatus = new WarmPoolStatus(pool, counters, snippet.poolTarget());
+        ToolPodSpec toolSpec = new ToolPodSpec(namespace, tool, config.security(), snippet.image(), uids);
+        WarmToolPods warmToolPods = new WarmToolPods(toolPods, writes, toolSpec, tool.warmImages(), replicaId, clock);
+        poolStatus = new WarmPoolStatus(pool, counters, snippet.poolTarget(), warmToolPods);
         snippetRunner = projectLimits.snippets(new PooledSnippetRunner(pool, sessions, executor, counters,
                                                                        budget.warmWait()));
 
-        toolCaller = projectLimits.tools(new PodToolCaller(toolPods, writes,
-                                                           new ToolPodSpec(namespace, tool, config.security(),
-                                                                           snippet.image(), uids),
+        toolCaller = projectLimits.tools(new PodToolCaller(toolPods, writes, toolSpec, warmToolPods,
                                                            ToolRunnerClient.create(ApiJson.MAPPER,
                                                                                    tool.maxResponseBytes()),
                                                            budget.toolReady(), budget::toolPodDeadline));
 
-        reconciler = new PoolReconciler(snippetPods, toolPods, writes, snippetSpec, counters,
+        reconciler = new PoolReconciler(snippetPods, toolPods, writes, snippetSpec, toolSpec, tool.warmImages(),
+                                        counters,
                                         PoolReconciler.Limits.of(snippet.poolTarget(), budget)
                                                 .followingDemand(snippet.poolMax(),
                                                                  Duration.ofSeconds(snippet.poolShrinkAfterSeconds())),

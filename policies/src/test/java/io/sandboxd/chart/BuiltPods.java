@@ -12,7 +12,8 @@ import java.util.Map;
 
 /**
  * Every kind of pod sandboxd writes, built by the service's own {@link SnippetPodSpec} and {@link ToolPodSpec} from the
- * settings a chart install gives it, as the maps the policy evaluator reads: a pool pod, a session pod and a tool pod.
+ * settings a chart install gives it, as the maps the policy evaluator reads: a pool pod, a session pod, a tool pod and a
+ * warm tool pod (D9).
  */
 final class BuiltPods {
 
@@ -34,6 +35,7 @@ final class BuiltPods {
         Map.of())));
     pods.put("tool pod", map(tools.pod(AGENT_IMAGE, "proj-a", "analyst", "request-2",
         DeadlineBudget.of(config).toolPodDeadline(config.tool().maxTimeoutSeconds()))));
+    pods.put("warm tool pod", map(tools.warmPod(AGENT_IMAGE)));
     return pods;
   }
 

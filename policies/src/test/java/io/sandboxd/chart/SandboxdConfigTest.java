@@ -42,6 +42,7 @@ class SandboxdConfigTest {
           maxRequestBytes: 1048576
           maxResponseBytes: 8388608
           requireImageDigest: false
+          warmImages: []
           limits: {cpu: "2", memory: 1Gi, ephemeralStorage: 512Mi}
           requests: {cpu: 50m, memory: 64Mi, ephemeralStorage: 64Mi}
         security:
@@ -193,6 +194,24 @@ class SandboxdConfigTest {
         () -> HelmChart.render(values("snippet.poolMax", 50)));
     org.junit.jupiter.api.Assertions.assertTrue(quota.getMessage()
         .contains("leaves no room under sandboxNamespace.resourceQuota.hard.pods (50)"), quota.getMessage());
+  }
+
+  @Test
+  void warmToolImagesAreAListWithOnePodByDefaultAndMustFitTheQuota() {
+    Map<String, Object> config = applicationYaml(HelmChart.render(values(
+        "tool.warmImages[0].image", "registry.example/agents/a:v1",
+        "tool.warmImages[1].image", "registry.example/agents/b@sha256:" + "0".repeat(64),
+        "tool.warmImages[1].pods", 3)));
+    assertEquals(List.of(Map.of("image", "registry.example/agents/a:v1", "pods", 1L),
+            Map.of("image", "registry.example/agents/b@sha256:" + "0".repeat(64), "pods", 3L)),
+        at(config, "sandbox", "tool", "warmImages"));
+
+    HelmChart.HelmFailure quota = org.junit.jupiter.api.Assertions.assertThrows(HelmChart.HelmFailure.class,
+        () -> HelmChart.render(values("snippet.poolMax", 40, "tool.warmImages[0].image", "a:v1",
+            "tool.warmImages[0].pods", 10)));
+    org.junit.jupiter.api.Assertions.assertTrue(quota.getMessage()
+        .contains("snippet.poolMax (40) and the warm tool pods of tool.warmImages (10) leave no room"),
+        quota.getMessage());
   }
 
   @Test

@@ -46,6 +46,8 @@ public final class ApiMetrics {
                                      .description("Median time from a pool pod's creation to ready (leader)"));
         registry.getOrCreate(Gauge.builder("sandboxd.pool.waiting", pool::waiting)
                                      .description("Requests on this replica waiting for a warm pod"));
+        registry.getOrCreate(Gauge.builder("sandboxd.tool.pool.warm", pool::warmToolPods)
+                                     .description("Warm tool pods (tool.warmImages) ready for a call right now"));
         return new ApiMetrics(registry);
     }
 

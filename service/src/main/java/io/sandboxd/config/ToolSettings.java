@@ -1,5 +1,7 @@
 package io.sandboxd.config;
 
+import java.util.List;
+
 import io.helidon.config.Config;
 
 /**
@@ -15,6 +17,7 @@ import io.helidon.config.Config;
  * @param tmpSizeLimit          size limit of the {@code /tmp} emptyDir
  * @param requireImageDigest    whether a token's agent image must be pinned by digest ({@code repo@sha256:…}); a
  *                              token naming it by tag alone then gets 403
+ * @param warmImages            agent images whose single-use tool pods are kept warm (D9, opt-in; empty: none)
  */
 public record ToolSettings(int defaultTimeoutSeconds,
                            int maxTimeoutSeconds,
@@ -24,7 +27,12 @@ public record ToolSettings(int defaultTimeoutSeconds,
                            ResourceSettings limits,
                            ResourceSettings requests,
                            String tmpSizeLimit,
-                           boolean requireImageDigest) {
+                           boolean requireImageDigest,
+                           List<WarmToolImage> warmImages) {
+
+    public ToolSettings {
+        warmImages = List.copyOf(warmImages);
+    }
 
     static ToolSettings from(Config node) {
         return new ToolSettings(
@@ -36,6 +44,7 @@ public record ToolSettings(int defaultTimeoutSeconds,
                 ResourceSettings.from(node.get("limits"), new ResourceSettings("2", "1Gi", "512Mi")),
                 ResourceSettings.from(node.get("requests"), new ResourceSettings("50m", "64Mi", "64Mi")),
                 node.get("tmpSizeLimit").asString().orElse("64Mi"),
-                node.get("requireImageDigest").asBoolean().orElse(false));
+                node.get("requireImageDigest").asBoolean().orElse(false),
+                WarmToolImage.listFrom(node.get("warmImages")));
     }
 }

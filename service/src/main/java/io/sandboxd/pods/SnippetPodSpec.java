@@ -1,10 +1,6 @@
 package io.sandboxd.pods;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -12,9 +8,6 @@ import java.util.Map;
 import io.sandboxd.config.SecuritySettings;
 import io.sandboxd.config.SnippetSettings;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -65,7 +58,7 @@ public final class SnippetPodSpec {
         this.uids = uids;
         // What every replica builds alike: not this pod's uid and secret, nor the replica's own address (the gate
         // checks that the replica which created the pod does not answer it).
-        this.revision = digest(build(null, baseLabels(), Map.of(), false, security.sandboxUids().min(),
+        this.revision = PodRevision.of(build(null, baseLabels(), Map.of(), false, security.sandboxUids().min(),
                                      new EnvVar(PodToken.ENV, "", null), security.asAnyReplica()));
     }
 
@@ -190,18 +183,5 @@ public final class SnippetPodSpec {
                              PodHardening.emptyDir("tmp", snippet.tmpSizeLimit()))
                 .endSpec();
         return PodHardening.hardenPod(pod.build(), security, uid);
-    }
-
-    private static String digest(Pod pod) {
-        try {
-            // Map entries sorted by key: the pod's maps (resources, e.g. from Map.of) iterate in an order that differs
-            // from one JVM to the next, and every replica must arrive at the same digest.
-            byte[] json = new ObjectMapper().configure(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS, true)
-                    .writeValueAsString(pod).getBytes(StandardCharsets.UTF_8);
-            // 16 hex digits: a label value, and no two revisions of one installation collide in practice.
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(json), 0, 8);
-        } catch (JsonProcessingException | NoSuchAlgorithmException e) {
-            throw new IllegalStateException("cannot digest the snippet pod spec", e);
-        }
     }
 }

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import io.sandboxd.config.SecuritySettings;
 import io.sandboxd.config.ToolSettings;
@@ -15,7 +16,9 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 /**
  * The one place the tool-call sandbox pod is written: the agent's own image running {@code crusoe_adk.toolrunner},
  * with the same hardening as snippet pods and the tool limits. Unlike snippet pods it gets cluster DNS (the
- * NetworkPolicy allows public internet only).
+ * NetworkPolicy allows public internet only). A pod is made for each call, or, for the images an admin lists in
+ * {@code tool.warmImages} (D9), kept warm ahead of calls: such a pod carries this spec's revision for its image, as
+ * snippet pool pods do, so that after an upgrade only pods of the current spec are handed out.
  */
 public final class ToolPodSpec {
 
@@ -32,6 +35,7 @@ public final class ToolPodSpec {
     private final SecuritySettings security;
     private final String platformImage;
     private final SandboxUids uids;
+    private final Map<String, String> revisions = new ConcurrentHashMap<>();
 
     /**
      * Pods with uids drawn at random from the configured range, knowing of no live pods (tests).
@@ -62,7 +66,7 @@ public final class ToolPodSpec {
     }
 
     /**
-     * The pod for one tool call.
+     * The pod for one tool call, created for it (the default: no warm tool pods).
      *
      * @param image          the agent's image (already checked against the token)
      * @param project        project from the token
@@ -72,32 +76,98 @@ public final class ToolPodSpec {
      * @return the desired pod
      */
     public Pod pod(String image, String project, String agent, String requestId, Duration activeDeadline) {
-        long uid = uids.next();
-        Map<String, String> labels = new LinkedHashMap<>();
-        labels.put(SandboxLabels.MANAGED_BY, SandboxLabels.MANAGER);
-        labels.put(SandboxLabels.KIND, SandboxLabels.KIND_TOOL);
-        String projectLabel = SandboxLabels.labelValue(project);
-        labels.put(SandboxLabels.PROJECT, projectLabel.isEmpty() ? "unknown" : projectLabel);
+        Map<String, String> labels = baseLabels();
+        labels.put(SandboxLabels.PROJECT, projectLabel(project));
         Map<String, String> annotations = new LinkedHashMap<>();
         annotations.put(SandboxLabels.PROJECT_ANNOTATION, project);
         annotations.put(SandboxLabels.AGENT_ANNOTATION, agent);
         annotations.put(SandboxLabels.REQUEST_ANNOTATION, requestId);
+        return build(image, labels, annotations, activeDeadline.toSeconds(), uids.next(), PodToken.freshEnvVar(),
+                     security);
+    }
 
+    /**
+     * A warm tool pod of a listed image (D9): nobody's yet, labelled {@code state=warm} and with this spec's revision
+     * for the image; no deadline until a call claims it ({@code PoolMarks.toolClaimed} sets the call's).
+     *
+     * @param image a {@code tool.warmImages} image
+     * @return the desired pod
+     */
+    public Pod warmPod(String image) {
+        Map<String, String> labels = baseLabels();
+        labels.put(SandboxLabels.STATE, SandboxLabels.STATE_WARM);
+        labels.put(SandboxLabels.POD_SPEC, revision(image));
+        return build(image, labels, new LinkedHashMap<>(), null, uids.next(), PodToken.freshEnvVar(), security);
+    }
+
+    /**
+     * @param image an agent image
+     * @return the revision of this spec's warm pods of that image: a digest of the pod less what differs from pod to
+     *         pod (uid, secret, the creating replica's address)
+     */
+    public String revision(String image) {
+        return revisions.computeIfAbsent(image, i -> {
+            Map<String, String> labels = baseLabels();
+            labels.put(SandboxLabels.STATE, SandboxLabels.STATE_WARM);
+            return PodRevision.of(build(i, labels, new LinkedHashMap<>(), null, security.sandboxUids().min(),
+                                        new EnvVar(PodToken.ENV, "", null), security.asAnyReplica()));
+        });
+    }
+
+    /**
+     * @param pod a tool pod
+     * @return whether it is a warm pod this spec would build now for the image it runs
+     */
+    public boolean isCurrentWarmPod(Pod pod) {
+        String image = imageOf(pod);
+        return image != null && revision(image).equals(PodStates.labels(pod).get(SandboxLabels.POD_SPEC));
+    }
+
+    /**
+     * @param pod a tool pod
+     * @return the image its tool runner container runs (what the kubelet started), or {@code null}
+     */
+    public static String imageOf(Pod pod) {
+        if (pod.getSpec() == null || pod.getSpec().getContainers() == null) {
+            return null;
+        }
+        return pod.getSpec().getContainers().stream().filter(c -> CONTAINER.equals(c.getName()))
+                .map(io.fabric8.kubernetes.api.model.Container::getImage).findFirst().orElse(null);
+    }
+
+    /**
+     * @param project a project
+     * @return its value for the {@code sandboxd.io/project} label
+     */
+    public static String projectLabel(String project) {
+        String label = SandboxLabels.labelValue(project);
+        return label.isEmpty() ? "unknown" : label;
+    }
+
+    private static Map<String, String> baseLabels() {
+        Map<String, String> labels = new LinkedHashMap<>();
+        labels.put(SandboxLabels.MANAGED_BY, SandboxLabels.MANAGER);
+        labels.put(SandboxLabels.KIND, SandboxLabels.KIND_TOOL);
+        return labels;
+    }
+
+    private Pod build(String image, Map<String, String> labels, Map<String, String> annotations,
+                      Long activeDeadlineSeconds, long uid, EnvVar podToken, SecuritySettings security) {
         List<EnvVar> env = List.of(new EnvVar("HOME", "/tmp", null),
                                    new EnvVar("PYTHONDONTWRITEBYTECODE", "1", null),
                                    new EnvVar("PYTHONUNBUFFERED", "1", null),
                                    // The tool runner answers /call only with this pod's own secret (not the gate).
-                                   PodToken.freshEnvVar());
+                                   podToken);
         Pod pod = new PodBuilder()
                 .withNewMetadata()
                     .withGenerateName(GENERATE_NAME)
                     .withNamespace(namespace)
                     .withLabels(labels)
-                    .withAnnotations(annotations)
+                    .withAnnotations(annotations.isEmpty() ? null : annotations)
                 .endMetadata()
                 .withNewSpec()
                     // A backstop if sandboxd dies mid-call: the kubelet stops the pod on its own.
-                    .withActiveDeadlineSeconds(activeDeadline.toSeconds())
+                    .withActiveDeadlineSeconds(activeDeadlineSeconds)
                     .withDnsPolicy("ClusterFirst")
                     .withInitContainers(PodHardening.isolationGate(platformImage, security,
                             PodHardening.resources(tool.limits(), tool.requests()), DNS_CANARY, uid))

@@ -61,15 +61,16 @@ final class IdlePodCleaner {
     }
 
     /**
-     * Deletes the tool pods older than any call could keep one.
+     * Deletes the tool pods older than any call could keep one (a warm tool pod: claimed longer ago than that).
      *
      * @param toolPods tool pods
      * @param now      now
      */
     void toolPods(List<Pod> toolPods, Instant now) {
         for (Pod pod : toolPods) {
-            if (!PodStates.isDeleting(pod)
-                    && PodStates.createdAt(pod).plus(limits.orphanedToolPodAfter()).isBefore(now)) {
+            // An unused warm tool pod (D9) is the WarmToolPodKeeper's; one a call claimed is counted from its claim.
+            if (!PodStates.isDeleting(pod) && !PodStates.isLabelledWarm(pod)
+                    && PodStates.claimedAt(pod).plus(limits.orphanedToolPodAfter()).isBefore(now)) {
                 LOGGER.warning("tool pod " + pod.getMetadata().getName() + " outlived any call; deleting");
                 writes.delete(pod.getMetadata().getName());
             }

@@ -14,12 +14,14 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
 
 import io.sandboxd.config.DeadlineBudget;
+import io.sandboxd.config.WarmToolImage;
 import io.sandboxd.kube.CoalescedPasses;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
+import io.sandboxd.pods.ToolPodSpec;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClientException;
@@ -28,9 +30,10 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * Pool maintenance, done only by the leader (one replica at a time, see {@link PoolLeadership}): keeps the number of
  * unused pool pods (warm, or reserved by a replica for its next request) at the target, and deletes pods that can no
  * longer serve: finished pods, claims and reservations orphaned by a crashed replica; and it has the
- * {@link IdlePodCleaner} delete D4 session pods idle or past their lifetime, and orphaned tool pods. Each pass sorts the
- * cached pods into groups, then runs the named steps in order: delete finished, delete lapsed reservations, delete
- * orphaned claims, refill or trim, replace outdated, clean sessions and tool pods. It runs on informer events
+ * {@link IdlePodCleaner} delete D4 session pods idle or past their lifetime, and orphaned tool pods, and the
+ * {@link WarmToolPodKeeper} keep the warm tool pods of D9. Each pass sorts the cached pods into groups, then runs the
+ * named steps in order: delete finished, delete lapsed reservations, delete orphaned claims, refill or trim, replace
+ * outdated, clean sessions and tool pods, keep warm tool pods. It runs on informer events
  * (coalesced) and on a short timer for the time-based rules; it reads only the informer caches.
  *
  * <p>Why the pool does not overshoot: only the leader creates pool pods; it counts the unclaimed pods in its cache plus
@@ -107,6 +110,7 @@ public final class PoolReconciler implements AutoCloseable {
     private final Clock clock;
 
     private final IdlePodCleaner cleaner;
+    private final WarmToolPodKeeper warmToolPods;
     private final PoolDemand demand;
     /** Unused pool pods of the last pass: one gone from the pool since was taken by a run, unless the leader took it. */
     private Set<String> lastUnclaimed = Set.of();
@@ -134,6 +138,32 @@ public final class PoolReconciler implements AutoCloseable {
      */
     public PoolReconciler(PodCache snippets, PodCache tools, PodWrites writes, SnippetPodSpec spec,
                           PoolCounters counters, Limits limits, String replicaId, Clock clock) {
+        this(snippets, tools, writes, spec, WarmToolPodKeeper.NONE, counters, limits, replicaId, clock);
+    }
+
+    /**
+     * @param snippets      snippet pod informer
+     * @param tools         tool pod informer
+     * @param writes        pod writes
+     * @param spec          the snippet pod spec
+     * @param toolSpec      the tool pod spec, for the warm tool pods of {@code warmToolImages}
+     * @param warmToolImages images whose tool pods are kept warm (D9; empty: none)
+     * @param counters      counters (pods created count towards the pool-wide {@code created_total})
+     * @param limits        target and time limits
+     * @param replicaId     this replica's id
+     * @param clock         clock
+     */
+    public PoolReconciler(PodCache snippets, PodCache tools, PodWrites writes, SnippetPodSpec spec,
+                          ToolPodSpec toolSpec, List<WarmToolImage> warmToolImages, PoolCounters counters,
+                          Limits limits, String replicaId, Clock clock) {
+        this(snippets, tools, writes, spec, new WarmToolPodKeeper(writes, toolSpec, warmToolImages, replicaId, clock),
+             counters, limits, replicaId, clock);
+    }
+
+    private PoolReconciler(PodCache snippets, PodCache tools, PodWrites writes, SnippetPodSpec spec,
+                           WarmToolPodKeeper warmToolPods, PoolCounters counters, Limits limits, String replicaId,
+                           Clock clock) {
+        this.warmToolPods = warmToolPods;
         this.snippets = snippets;
         this.tools = tools;
         this.writes = writes;
@@ -219,7 +249,9 @@ public final class PoolReconciler implements AutoCloseable {
         replaceOutdated(pods.outdated());
         cleaner.sessions(pods.sessions(), now);
         if (tools.synced()) {
-            cleaner.toolPods(tools.pods(), now);
+            List<Pod> toolPods = tools.pods();
+            cleaner.toolPods(toolPods, now);
+            warmToolPods.keep(toolPods, now);
         }
     }
 

@@ -30,4 +30,11 @@ public interface PoolStatusSource {
     default double startSeconds() {
         return 0;
     }
+
+    /**
+     * @return warm tool pods (D9) ready for a call right now, of every listed image (a metric)
+     */
+    default int warmToolPods() {
+        return 0;
+    }
 }

@@ -10,6 +10,7 @@ public final class WarmPoolStatus implements PoolStatusSource {
     private final WarmPool pool;
     private final PoolCounters counters;
     private final int target;
+    private final WarmToolPods warmToolPods;
 
     /**
      * @param pool     warm pool
@@ -17,9 +18,20 @@ public final class WarmPoolStatus implements PoolStatusSource {
      * @param target   the chart's pool target (the least the pool keeps)
      */
     public WarmPoolStatus(WarmPool pool, PoolCounters counters, int target) {
+        this(pool, counters, target, null);
+    }
+
+    /**
+     * @param pool         warm pool
+     * @param counters     pool-wide counters
+     * @param target       the chart's pool target (the least the pool keeps)
+     * @param warmToolPods warm tool pods (D9), or {@code null} for none
+     */
+    public WarmPoolStatus(WarmPool pool, PoolCounters counters, int target, WarmToolPods warmToolPods) {
         this.pool = pool;
         this.counters = counters;
         this.target = target;
+        this.warmToolPods = warmToolPods;
     }
 
     @Override
@@ -43,5 +55,10 @@ public final class WarmPoolStatus implements PoolStatusSource {
     @Override
     public int waiting() {
         return pool.waitingCount();
+    }
+
+    @Override
+    public int warmToolPods() {
+        return warmToolPods == null ? 0 : warmToolPods.readyCount();
     }
 }

@@ -3,6 +3,7 @@ package io.sandboxd.run;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.function.IntFunction;
+import java.util.function.Supplier;
 import java.util.logging.Logger;
 
 import io.sandboxd.failure.FailedRun;
@@ -12,6 +13,8 @@ import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.pool.ClaimedPod;
+import io.sandboxd.pool.WarmToolPods;
 import io.sandboxd.sandbox.PodCallFailed;
 import io.sandboxd.sandbox.ToolRunnerClient;
 import io.sandboxd.sandbox.ToolRunnerReply;
@@ -20,16 +23,21 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 
 /**
- * Tool calls on the cluster: no pool; one pod from the agent's own image per call, created, waited for (informer
- * events), called, and always deleted.
+ * Tool calls on the cluster: one pod from the agent's own image per call, always deleted after it. The pod is a warm
+ * one when the admin keeps warm pods of the caller's image ({@link WarmToolPods}, D9); otherwise it is created for the
+ * call and waited for: from informer events, and, once it has an address, by asking its runner directly, which
+ * answers as soon as it runs (after the isolation gate) rather than at the kubelet's next readiness probe.
  */
 public final class PodToolCaller implements ToolCaller {
 
     private static final Logger LOGGER = Logger.getLogger(PodToolCaller.class.getName());
+    /** How often a starting pod's runner is asked whether it answers yet. */
+    private static final Duration READY_LOOK_EVERY = Duration.ofMillis(50);
 
     private final PodCache tools;
     private final PodWrites writes;
     private final ToolPodSpec spec;
+    private final WarmToolPods warm;
     private final ToolRunnerClient runner;
     private final Duration readyTimeout;
     private final IntFunction<Duration> podDeadline;
@@ -38,15 +46,17 @@ public final class PodToolCaller implements ToolCaller {
      * @param tools        tool pod informer
      * @param writes       pod writes
      * @param spec         the tool pod spec
+     * @param warm         warm tool pods (D9; none unless the admin lists images)
      * @param runner       tool runner client
      * @param readyTimeout longest wait for the pod to be ready (110 s)
      * @param podDeadline  the pod's {@code activeDeadlineSeconds} for a call's timeout in seconds
      */
-    public PodToolCaller(PodCache tools, PodWrites writes, ToolPodSpec spec, ToolRunnerClient runner,
-                         Duration readyTimeout, IntFunction<Duration> podDeadline) {
+    public PodToolCaller(PodCache tools, PodWrites writes, ToolPodSpec spec, WarmToolPods warm,
+                         ToolRunnerClient runner, Duration readyTimeout, IntFunction<Duration> podDeadline) {
         this.tools = tools;
         this.writes = writes;
         this.spec = spec;
+        this.warm = warm;
         this.runner = runner;
         this.readyTimeout = readyTimeout;
         this.podDeadline = podDeadline;
@@ -54,19 +64,34 @@ public final class PodToolCaller implements ToolCaller {
 
     @Override
     public ToolOutcome call(ToolJob job) {
+        Duration deadline = podDeadline.apply(job.timeoutSeconds());
+        Optional<ClaimedPod> warmPod = warm.take(job.image(), job.caller().project(), job.caller().agent(),
+                                                 job.requestId(), deadline);
+        if (warmPod.isPresent()) {
+            ClaimedPod pod = warmPod.get();
+            return callIn(pod.name(), job, () -> pod);
+        }
         Pod created;
         try {
             created = writes.create(spec.pod(job.image(), job.caller().project(), job.caller().agent(),
-                                             job.requestId(), podDeadline.apply(job.timeoutSeconds())));
+                                             job.requestId(), deadline));
         } catch (KubernetesClientException e) {
             throw new FailedRun(new Failure.ToolPodNotCreated(PodWrites.describe(e)));
         }
         String name = created.getMetadata().getName();
-        try {
+        return callIn(name, job, () -> {
             Pod ready = awaitReady(name, job.image());
             // The pod's own secret, from the Pod object: the runner answers /call only with it.
-            ToolRunnerReply reply = runner.call(ready.getStatus().getPodIP(), PodToken.of(ready).orElse(null),
-                                                job.module(), job.function(), job.args(), job.timeoutSeconds());
+            return new ClaimedPod(name, ready.getStatus().getPodIP(), PodToken.of(ready).orElse(null), false);
+        });
+    }
+
+    /** Calls the tool in the pod, then deletes the pod whatever happened. */
+    private ToolOutcome callIn(String name, ToolJob job, Supplier<ClaimedPod> readyPod) {
+        try {
+            ClaimedPod pod = readyPod.get();
+            ToolRunnerReply reply = runner.call(pod.ip(), pod.token(), job.module(), job.function(), job.args(),
+                                                job.timeoutSeconds());
             return new ToolOutcome(name, reply.result(), reply.error());
         } catch (PodCallFailed e) {
             throw PodFailures.ofCall(e, job.timeoutSeconds(), name);
@@ -79,28 +104,42 @@ public final class PodToolCaller implements ToolCaller {
         }
     }
 
+    /** Ready: the kubelet says so, or, once the pod has an address, its runner answers. */
     private Pod awaitReady(String name, String image) {
-        Optional<Pod> ready;
+        long deadline = System.nanoTime() + readyTimeout.toNanos();
         try {
-            ready = tools.await(() -> {
-                Optional<Pod> pod = tools.pod(name);
-                if (pod.isEmpty()) {
-                    return Optional.empty();
+            while (true) {
+                Duration left = Duration.ofNanos(deadline - System.nanoTime());
+                if (left.isNegative() || left.isZero()) {
+                    throw new FailedRun(new Failure.ToolPodNotReady());
                 }
-                Pod p = pod.get();
-                if (PodStates.isTerminal(p)) {
-                    throw new FailedRun(new Failure.ToolPodExited(PodStates.phase(p)));
+                Pod pod = tools.await(() -> addressed(name, image), left)
+                        .orElseThrow(() -> new FailedRun(new Failure.ToolPodNotReady()));
+                if (PodStates.isReady(pod) || runner.answers(pod.getStatus().getPodIP())) {
+                    return pod;
                 }
-                Optional<String> hopeless = PodStates.hopelessWaitingReason(p);
-                if (hopeless.isPresent()) {
-                    throw new FailedRun(new Failure.ToolImageUnstartable(image, hopeless.get()));
-                }
-                return PodStates.isReady(p) && p.getStatus().getPodIP() != null ? pod : Optional.empty();
-            }, readyTimeout);
+                Thread.sleep(READY_LOOK_EVERY);
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            ready = Optional.empty();
+            throw new FailedRun(new Failure.ToolPodNotReady());
         }
-        return ready.orElseThrow(() -> new FailedRun(new Failure.ToolPodNotReady()));
+    }
+
+    /** The pod once it has an address; a pod that ended or cannot start ends the wait with its error. */
+    private Optional<Pod> addressed(String name, String image) {
+        Optional<Pod> pod = tools.pod(name);
+        if (pod.isEmpty()) {
+            return Optional.empty();
+        }
+        Pod p = pod.get();
+        if (PodStates.isTerminal(p)) {
+            throw new FailedRun(new Failure.ToolPodExited(PodStates.phase(p)));
+        }
+        Optional<String> hopeless = PodStates.hopelessWaitingReason(p);
+        if (hopeless.isPresent()) {
+            throw new FailedRun(new Failure.ToolImageUnstartable(image, hopeless.get()));
+        }
+        return p.getStatus() != null && p.getStatus().getPodIP() != null ? pod : Optional.empty();
     }
 }

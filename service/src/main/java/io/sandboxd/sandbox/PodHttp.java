@@ -83,6 +83,23 @@ final class PodHttp {
         return false;
     }
 
+    /**
+     * One look: does the pod's server answer {@code GET /healthz} with 200 now, within {@code within}?
+     *
+     * @return whether it did
+     */
+    boolean answersNow(String podIp, int port, Duration within) {
+        HttpRequest probe = HttpRequest.newBuilder(uri(podIp, port, "/healthz")).timeout(within).GET().build();
+        try {
+            return client.send(probe, HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+        } catch (IOException notYet) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
     private static void sleepQuietly(Duration pause) {
         try {
             Thread.sleep(pause);

@@ -25,6 +25,8 @@ public final class ToolRunnerClient {
 
     /** Deepest nesting read in a tool's reply (Jackson's own default). */
     static final int MAX_REPLY_DEPTH = 1000;
+    /** How long one look at a starting pod's health check waits. */
+    private static final Duration HEALTH_LOOK = Duration.ofMillis(250);
 
     private final PodHttp http;
     private final ObjectMapper json;
@@ -94,6 +96,18 @@ public final class ToolRunnerClient {
             throw e;
         }
         return interpret(reply);
+    }
+
+    /**
+     * Whether the tool runner in a starting pod answers its health check now (one short look). It can only answer
+     * once its container runs, and that container starts only after the isolation gate, an init container, passed:
+     * so an answer means the pod is ready, usually before the kubelet's readiness probe reports it.
+     *
+     * @param podIp pod address
+     * @return whether it answered {@code GET /healthz} with 200
+     */
+    public boolean answers(String podIp) {
+        return http.answersNow(podIp, port, HEALTH_LOOK);
     }
 
     ToolRunnerReply interpret(PodHttp.Reply reply) throws PodCallFailed {

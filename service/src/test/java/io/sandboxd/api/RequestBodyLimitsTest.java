@@ -101,7 +101,7 @@ class RequestBodyLimitsTest {
         SnippetSettings snippet = io.sandboxd.TestSettings.SNIPPET;
         ToolSettings tool = new ToolSettings(30, 120, 110, CALL_CAP, 8_388_608,
                                              new ResourceSettings("2", "1Gi", "512Mi"),
-                                             new ResourceSettings("50m", "64Mi", "64Mi"), "64Mi", false);
+                                             new ResourceSettings("50m", "64Mi", "64Mi"), "64Mi", false, java.util.List.of());
         budget = new BodyBudget(BUDGET, Duration.ofMillis(300));
         ApiComponents components = new ApiComponents(
                 new ProjectAuthenticator(verifier),

@@ -1,7 +1,9 @@
 package io.sandboxd.run;
 
 import java.net.http.HttpClient;
+import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -14,6 +16,7 @@ import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.pool.WarmToolPods;
 import io.sandboxd.sandbox.FakePod;
 import io.sandboxd.sandbox.ToolRunnerClient;
 import io.sandboxd.tokens.ProjectIdentity;
@@ -77,6 +80,8 @@ class PodToolCallerTest {
                                            io.sandboxd.TestSettings.RUNTIME_DEFAULT,
                                            io.sandboxd.TestSettings.SNIPPET.image());
         return new PodToolCaller(tools, new PodWrites(client, NS), spec,
+                                 new WarmToolPods(tools, new PodWrites(client, NS), spec, List.of(), "replica-1",
+                                                  Clock.systemUTC()),
                                  new ToolRunnerClient(HttpClient.newHttpClient(), JSON, 1 << 20, runner.port()),
                                  readyTimeout, io.sandboxd.TestSettings.BUDGET::toolPodDeadline);
     }

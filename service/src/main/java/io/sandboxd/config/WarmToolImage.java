@@ -1,0 +1,76 @@
+package io.sandboxd.config;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import io.helidon.config.Config;
+
+/**
+ * An agent image an admin listed for warm tool pods (decision D9, chart value {@code tool.warmImages}): the pool
+ * leader keeps {@code pods} single-use tool pods of it ready, and a warm pod goes only to a caller whose token names
+ * this image ({@link #serves}).
+ *
+ * @param image the image reference, as tokens name it ({@code repository:tag} or {@code repository@sha256:…})
+ * @param pods  warm pods kept of it (at least 1)
+ */
+public record WarmToolImage(String image, int pods) {
+
+    private static final Pattern DIGEST = Pattern.compile("@(sha256:[0-9a-f]{64})$");
+
+    public WarmToolImage {
+        if (image == null || image.isBlank() || !image.strip().equals(image)) {
+            throw new IllegalArgumentException("sandbox.tool.warmImages: every entry needs an image (no blanks)");
+        }
+        if (pods < 1) {
+            throw new IllegalArgumentException("sandbox.tool.warmImages: \"" + image + "\" needs pods of at least 1");
+        }
+    }
+
+    /**
+     * Whether a warm pod of this image may serve a caller whose token names {@code tokenImage}: the same reference,
+     * or, when the token gives a digest, the same repository and the same digest (a listed {@code repo:tag@sha256:X}
+     * serves a token's {@code repo@sha256:X}). A token naming a tag alone is served only by exactly that tag: never by
+     * a pod pinned to a digest the tag may no longer point to, and a token's digest never by a pod of a tag.
+     *
+     * @param tokenImage the image in the caller's token
+     * @return whether this image's warm pods may serve it
+     */
+    public boolean serves(String tokenImage) {
+        if (image.equals(tokenImage)) {
+            return true;
+        }
+        Optional<String> wanted = digest(tokenImage);
+        return wanted.isPresent() && wanted.equals(digest(image)) && repository(image).equals(repository(tokenImage));
+    }
+
+    private static Optional<String> digest(String reference) {
+        Matcher m = DIGEST.matcher(reference);
+        return m.find() ? Optional.of(m.group(1)) : Optional.empty();
+    }
+
+    /** The reference less its digest and tag (a tag is a ':' after the last '/': a registry port is not one). */
+    private static String repository(String reference) {
+        String name = DIGEST.matcher(reference).replaceFirst("");
+        int colon = name.lastIndexOf(':');
+        return colon > name.lastIndexOf('/') ? name.substring(0, colon) : name;
+    }
+
+    static List<WarmToolImage> listFrom(Config node) {
+        List<WarmToolImage> images = new ArrayList<>();
+        Set<String> seen = new HashSet<>();
+        for (Config entry : node.asNodeList().orElse(List.of())) {
+            WarmToolImage image = new WarmToolImage(entry.get("image").asString().orElse(""),
+                                                    entry.get("pods").asInt().orElse(1));
+            if (!seen.add(image.image())) {
+                throw new IllegalArgumentException("sandbox.tool.warmImages: \"" + image.image() + "\" is listed twice");
+            }
+            images.add(image);
+        }
+        return List.copyOf(images);
+    }
+}

@@ -1,0 +1,139 @@
+package io.sandboxd.pool;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.logging.Logger;
+
+import io.sandboxd.config.WarmToolImage;
+import io.sandboxd.kube.PodWrites;
+import io.sandboxd.pods.PodStates;
+import io.sandboxd.pods.ToolPodSpec;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+
+/**
+ * Keeps the warm tool pods of D9 ({@code tool.warmImages}), run by the pool leader on each of its passes
+ * ({@link PoolReconciler}), from the tool pod informer: for each listed image, as many unused warm pods of the current
+ * spec as listed; warm pods that finished are deleted, and those of an image no longer listed or of an earlier spec
+ * are taken (the conditional update a call uses, so none is deleted under a call) and deleted. Pods a call claimed
+ * are that call's to delete ({@link IdlePodCleaner} removes them if their replica died).
+ */
+final class WarmToolPodKeeper {
+
+    private static final Logger LOGGER = Logger.getLogger(WarmToolPodKeeper.class.getName());
+    private static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
+    private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
+
+    /** Keeps none: no image listed. */
+    static final WarmToolPodKeeper NONE = new WarmToolPodKeeper(null, null, List.of(), "", Clock.systemUTC());
+
+    private final PodWrites writes;
+    private final ToolPodSpec spec;
+    private final List<WarmToolImage> images;
+    private final String replicaId;
+    private final Clock clock;
+    /** Pods created and not yet seen in the informer, by name; a create never shown is forgotten after a while. */
+    private final Map<String, PendingCreate> pendingCreates = new ConcurrentHashMap<>();
+    private Duration backoff = Duration.ZERO;
+    private Instant nextCreateAllowed = Instant.MIN;
+
+    /**
+     * @param writes    pod writes
+     * @param spec      the tool pod spec
+     * @param images    the listed images
+     * @param replicaId this replica's id (for the {@code claimed-by} of a pod it takes to delete)
+     * @param clock     clock
+     */
+    WarmToolPodKeeper(PodWrites writes, ToolPodSpec spec, List<WarmToolImage> images, String replicaId, Clock clock) {
+        this.writes = writes;
+        this.spec = spec;
+        this.images = List.copyOf(images);
+        this.replicaId = replicaId;
+        this.clock = clock;
+    }
+
+    /**
+     * One pass over the tool pods.
+     *
+     * @param toolPods every tool pod in the cache
+     * @param now      now
+     */
+    void keep(List<Pod> toolPods, Instant now) {
+        if (images.isEmpty() && toolPods.stream().noneMatch(PodStates::isLabelledWarm)) {
+            return;
+        }
+        Map<String, Integer> unused = new HashMap<>();
+        Set<String> seen = new HashSet<>();
+        for (Pod pod : toolPods) {
+            seen.add(pod.getMetadata().getName());
+            if (!PodStates.isLabelledWarm(pod) || PodStates.isDeleting(pod)) {
+                continue;
+            }
+            String image = ToolPodSpec.imageOf(pod);
+            if (PodStates.isTerminal(pod)) {
+                LOGGER.warning("warm tool pod " + pod.getMetadata().getName() + " of " + image + " finished ("
+                                       + PodStates.phase(pod) + ") before use; deleting");
+                writes.delete(pod.getMetadata().getName());
+            } else if (images.stream().noneMatch(listed -> listed.image().equals(image))) {
+                takeAndDelete(pod, "warm tool pod of an image no longer in tool.warmImages (" + image + "): deleting ");
+            } else if (!spec.isCurrentWarmPod(pod)) {
+                takeAndDelete(pod, "warm tool pod built from an earlier pod spec: replacing ");
+            } else {
+                unused.merge(image, 1, Integer::sum);
+            }
+        }
+        pendingCreates.keySet().removeIf(seen::contains);
+        pendingCreates.values().removeIf(create -> create.at().plus(PENDING_CREATE_EXPIRY).isBefore(now));
+        for (PendingCreate create : pendingCreates.values()) {
+            unused.merge(create.image(), 1, Integer::sum);
+        }
+        for (WarmToolImage listed : images) {
+            int missing = listed.pods() - unused.getOrDefault(listed.image(), 0);
+            for (int i = 0; i < missing; i++) {
+                if (!create(listed.image(), now)) {
+                    return;
+                }
+            }
+        }
+    }
+
+    private record PendingCreate(String image, Instant at) {
+    }
+
+    private boolean create(String image, Instant now) {
+        if (now.isBefore(nextCreateAllowed)) {
+            return false;
+        }
+        try {
+            Pod created = writes.create(spec.warmPod(image));
+            pendingCreates.put(created.getMetadata().getName(), new PendingCreate(image, now));
+            backoff = Duration.ZERO;
+            LOGGER.fine(() -> "created warm tool pod " + created.getMetadata().getName() + " of " + image);
+            return true;
+        } catch (KubernetesClientException e) {
+            backoff = backoff.isZero() ? Duration.ofSeconds(2)
+                    : (backoff.multipliedBy(2).compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : backoff.multipliedBy(2));
+            nextCreateAllowed = now.plus(backoff);
+            LOGGER.warning("could not create a warm tool pod of " + image + " (retrying in " + backoff.toSeconds()
+                                   + "s): " + PodWrites.describe(e));
+            return false;
+        }
+    }
+
+    /** Claims a warm pod first (so that no call takes it meanwhile), then deletes it. */
+    private void takeAndDelete(Pod pod, String why) {
+        Pod taken = PoolMarks.claimed(pod, replicaId + PoolReconciler.TRIM_CLAIM, clock.instant(), null);
+        if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
+            LOGGER.info(why + pod.getMetadata().getName());
+            writes.delete(pod.getMetadata().getName());
+        }
+    }
+}

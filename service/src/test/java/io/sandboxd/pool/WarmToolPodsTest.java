@@ -1,0 +1,224 @@
+package io.sandboxd.pool;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import io.sandboxd.TestSettings;
+import io.sandboxd.config.ToolSettings;
+import io.sandboxd.config.WarmToolImage;
+import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodWrites;
+import io.sandboxd.pods.SandboxLabels;
+import io.sandboxd.pods.ToolPodSpec;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Warm tool pods (D9) against fabric8's mock API server in CRUD mode: a warm pod goes only to a caller whose token
+ * names its image, once; the leader keeps as many as listed of the current spec and replaces the rest.
+ */
+@EnableKubernetesMockClient(crud = true)
+class WarmToolPodsTest {
+
+    static final String NS = "cai-sandbox";
+    static final String IMAGE = "registry:5000/agents/support:v1";
+    static final String OTHER = "registry:5000/agents/other:v1";
+    static final Duration DEADLINE = Duration.ofSeconds(200);
+
+    KubernetesClient client;
+    private PodCache tools;
+    private PodWrites writes;
+    private ToolPodSpec spec;
+
+    @BeforeEach
+    void setUp() throws InterruptedException {
+        tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        tools.await(() -> tools.synced() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10));
+        writes = new PodWrites(client, NS);
+        spec = new ToolPodSpec(NS, TestSettings.TOOL, TestSettings.RUNTIME_DEFAULT, TestSettings.SNIPPET.image());
+    }
+
+    @AfterEach
+    void tearDown() {
+        tools.close();
+    }
+
+    private WarmToolPods pods(String... images) {
+        return new WarmToolPods(tools, writes, spec, listed(images), "replica-1", Clock.systemUTC());
+    }
+
+    private static List<WarmToolImage> listed(String... images) {
+        return java.util.Arrays.stream(images).map(i -> new WarmToolImage(i, 1)).toList();
+    }
+
+    /** A warm pod of {@code image} as the leader creates it, then Ready with an address, as the kubelet reports it. */
+    private Pod readyWarmPod(Pod desired) {
+        Pod created = writes.create(desired);
+        Pod ready = new PodBuilder(client.pods().inNamespace(NS).withName(created.getMetadata().getName()).get())
+                .withNewStatus().withPhase("Running").withPodIP("10.0.0.7").withStartTime(Instant.now().toString())
+                    .addNewCondition().withType("Ready").withStatus("True").endCondition()
+                .endStatus().build();
+        client.pods().inNamespace(NS).resource(ready).updateStatus();
+        awaitCached(created.getMetadata().getName());
+        return ready;
+    }
+
+    private void awaitCached(String name) {
+        try {
+            assertTrue(tools.await(() -> tools.pod(name).filter(p -> p.getStatus() != null
+                    && p.getStatus().getPodIP() != null), Duration.ofSeconds(10)).isPresent(), name);
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private Optional<ClaimedPod> take(WarmToolPods pods, String tokenImage) {
+        return pods.take(tokenImage, "team-a", "agent-1", "req-1", DEADLINE);
+    }
+
+    @Test
+    void aWarmPodGoesToACallerOfItsImageOnceAndIsMarkedTheirs() {
+        Pod warm = readyWarmPod(spec.warmPod(IMAGE));
+        WarmToolPods pods = pods(IMAGE);
+        assertEquals(1, pods.readyCount());
+
+        ClaimedPod claimed = take(pods, IMAGE).orElseThrow();
+        assertEquals(warm.getMetadata().getName(), claimed.name());
+        assertEquals("10.0.0.7", claimed.ip());
+        assertNotNull(claimed.token(), "the pod's own secret, from the Pod object");
+        Pod marked = client.pods().inNamespace(NS).withName(claimed.name()).get();
+        assertEquals(SandboxLabels.STATE_CLAIMED, marked.getMetadata().getLabels().get(SandboxLabels.STATE));
+        assertEquals("team-a", marked.getMetadata().getLabels().get(SandboxLabels.PROJECT));
+        assertEquals("agent-1", marked.getMetadata().getAnnotations().get(SandboxLabels.AGENT_ANNOTATION));
+        assertEquals("replica-1/req-1", marked.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY));
+        assertNotNull(marked.getSpec().getActiveDeadlineSeconds(), "the call's deadline: the kubelet's backstop");
+
+        awaitClaimedInCache(claimed.name());
+        assertFalse(take(pods, IMAGE).isPresent(), "single use: a claimed pod is nobody else's");
+        assertEquals(0, pods.readyCount());
+    }
+
+    @Test
+    void aWarmPodNeverGoesToACallerOfAnotherImage() {
+        readyWarmPod(spec.warmPod(IMAGE));
+        readyWarmPod(spec.warmPod(OTHER));
+        // Both images listed: a caller of OTHER may get OTHER's pod, never IMAGE's.
+        WarmToolPods pods = pods(IMAGE, OTHER);
+        ClaimedPod other = take(pods, OTHER).orElseThrow();
+        assertEquals(OTHER, ToolPodSpec.imageOf(client.pods().inNamespace(NS).withName(other.name()).get()));
+        awaitClaimedInCache(other.name());
+        assertFalse(take(pods, OTHER).isPresent(), "IMAGE's pod is left for IMAGE's callers");
+        assertFalse(take(pods, "registry:5000/agents/support:v2").isPresent(), "another tag of the same repository");
+        assertTrue(take(pods, IMAGE).isPresent());
+    }
+
+    @Test
+    void podsOfAnImageNoLongerListedOrOfAnEarlierSpecAreNotHandedOut() {
+        readyWarmPod(spec.warmPod(IMAGE));
+        assertFalse(take(pods(OTHER), IMAGE).isPresent(), "IMAGE is not listed (any more)");
+        ToolSettings larger = new ToolSettings(30, 120, 110, 1 << 20, 8 << 20,
+                                               new io.sandboxd.config.ResourceSettings("3", "1Gi", "512Mi"),
+                                               TestSettings.TOOL.requests(), "64Mi", false, List.of());
+        ToolPodSpec upgraded = new ToolPodSpec(NS, larger, TestSettings.RUNTIME_DEFAULT, TestSettings.SNIPPET.image());
+        assertFalse(new WarmToolPods(tools, writes, upgraded, listed(IMAGE), "r", Clock.systemUTC())
+                            .take(IMAGE, "p", "a", "r", DEADLINE).isPresent(), "built from another spec");
+    }
+
+    @Test
+    void ofCallersRacingForOnePodExactlyOneGetsIt() throws Exception {
+        readyWarmPod(spec.warmPod(IMAGE));
+        WarmToolPods a = pods(IMAGE);
+        WarmToolPods b = new WarmToolPods(tools, writes, spec, listed(IMAGE), "replica-2", Clock.systemUTC());
+        ExecutorService threads = Executors.newFixedThreadPool(4);
+        try {
+            List<Callable<Boolean>> calls = List.of(() -> take(a, IMAGE).isPresent(), () -> take(b, IMAGE).isPresent(),
+                                                    () -> take(a, IMAGE).isPresent(), () -> take(b, IMAGE).isPresent());
+            int won = 0;
+            for (Future<Boolean> f : threads.invokeAll(calls)) {
+                won += f.get() ? 1 : 0;
+            }
+            assertEquals(1, won);
+        } finally {
+            threads.shutdownNow();
+        }
+    }
+
+    @Test
+    void theLeaderKeepsTheListedCountAndReplacesPodsItNoLongerWants() throws Exception {
+        WarmToolPodKeeper keeper = new WarmToolPodKeeper(writes, spec, List.of(new WarmToolImage(IMAGE, 2)),
+                                                         "leader", Clock.systemUTC());
+        Pod unlisted = readyWarmPod(spec.warmPod(OTHER));
+        keeper.keep(tools.pods(), Instant.now());
+        assertEquals(2, imagesOf(IMAGE), "two created");
+        keeper.keep(tools.pods(), Instant.now());
+        assertEquals(2, imagesOf(IMAGE), "creates the cache has not shown yet still count");
+        assertEquals(null, client.pods().inNamespace(NS).withName(unlisted.getMetadata().getName()).get(),
+                     "a pod of an image no longer listed is deleted");
+
+        // A call takes one: the next pass makes up for it; the claimed pod is the call's, not the keeper's.
+        awaitCount(IMAGE, 2);
+        Pod one = tools.pods().stream().filter(p -> IMAGE.equals(ToolPodSpec.imageOf(p))).findFirst().orElseThrow();
+        readyWarmPodStatus(one);
+        ClaimedPod taken = take(pods(IMAGE), IMAGE).orElseThrow();
+        awaitClaimedInCache(taken.name());
+        keeper.keep(tools.pods(), Instant.now());
+        assertEquals(3, imagesOf(IMAGE), "two warm and the claimed one");
+        assertNotNull(client.pods().inNamespace(NS).withName(taken.name()).get(), "the call's pod is left alone");
+    }
+
+    @Test
+    void theOrphanCleanerLeavesUnusedWarmToolPodsAlone() {
+        Pod warm = readyWarmPod(spec.warmPod(IMAGE));
+        IdlePodCleaner cleaner = new IdlePodCleaner(writes, PoolReconciler.Limits.of(3, TestSettings.BUDGET),
+                                                    Clock.systemUTC());
+        cleaner.toolPods(tools.pods(), Instant.now().plus(Duration.ofDays(1)));
+        assertNotNull(client.pods().inNamespace(NS).withName(warm.getMetadata().getName()).get());
+    }
+
+    private void readyWarmPodStatus(Pod pod) {
+        Pod ready = new PodBuilder(client.pods().inNamespace(NS).withName(pod.getMetadata().getName()).get())
+                .withNewStatus().withPhase("Running").withPodIP("10.0.0.8")
+                    .addNewCondition().withType("Ready").withStatus("True").endCondition()
+                .endStatus().build();
+        client.pods().inNamespace(NS).resource(ready).updateStatus();
+        awaitCached(pod.getMetadata().getName());
+    }
+
+    private long imagesOf(String image) {
+        return client.pods().inNamespace(NS).list().getItems().stream()
+                .filter(p -> image.equals(ToolPodSpec.imageOf(p))).count();
+    }
+
+    private void awaitCount(String image, int count) throws InterruptedException {
+        assertTrue(tools.await(() -> tools.pods().stream().filter(p -> image.equals(ToolPodSpec.imageOf(p))).count()
+                == count ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10)).isPresent());
+    }
+
+    private void awaitClaimedInCache(String name) {
+        try {
+            assertTrue(tools.await(() -> tools.pod(name).filter(p -> SandboxLabels.STATE_CLAIMED
+                    .equals(p.getMetadata().getLabels().get(SandboxLabels.STATE))), Duration.ofSeconds(10))
+                               .isPresent());
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+    }
+}
