@@ -3,9 +3,11 @@ package io.sandboxd.e2e.bench;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import io.sandboxd.config.ConfigLoader;
 import io.sandboxd.config.SandboxConfig;
@@ -14,6 +16,7 @@ import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestPods;
+import io.sandboxd.e2e.support.WarmToolPodsOn;
 import io.sandboxd.pods.SnippetPodSpec;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -23,18 +26,21 @@ import org.junit.jupiter.api.Test;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * `make bench`, second part: the same figures for sandboxes on runc and under gVisor, in one run, sandboxd moved
  * between the two by one {@code helm upgrade} each: warm /v1/execute p50/p99 with the pool full, a sandbox pod's start
- * (create to Ready, the pool's own spec), cold /v1/call p50/p99 ({@code add(1, 2)}, a tool pod per call), and the
+ * (create to Ready, the pool's own spec), cold /v1/call p50/p99 ({@code add(1, 2)}, a tool pod per call), warm
+ * /v1/call p50/p99 (the same call in a warm tool pod of {@code tool.warmImages}, D9), and the
  * memory of an idle warm sandbox pod (working set, from the kubelet's summary API). Prints a table; asserts only
  * correctness.
  */
 class RuntimeBenchmark {
     private static final int QUIET_RUNS = Integer.getInteger("bench.runtime.quietRuns", 100);
     private static final int POD_STARTS = Integer.getInteger("bench.runtime.podStarts", 8);
-    private static final int CALLS = Integer.getInteger("bench.runtime.calls", 6);
+    private static final int CALLS = Integer.getInteger("bench.runtime.calls", 10);
+    private static final int WARM_CALLS = Integer.getInteger("bench.runtime.warmCalls", 20);
     private static final int WARM_UP_CALLS = Integer.getInteger("bench.runtime.warmUpCalls", 2000);
 
     /**
@@ -42,8 +48,8 @@ class RuntimeBenchmark {
      * (milliseconds): the call into the pod ({@code pod_ms}), the run inside it ({@code run_ms}), and the rest of
      * sandboxd's own time ({@code duration_ms - pod_ms - wait_ms}).
      */
-    private record Figures(List<Long> warm, List<Long> podStart, List<Long> call, long idleMemoryBytes,
-                           List<Long> podMs, List<Long> runMs, List<Long> ownMs) {
+    private record Figures(List<Long> warm, List<Long> podStart, List<Long> call, List<Long> warmCall,
+                           long idleMemoryBytes, List<Long> podMs, List<Long> runMs, List<Long> ownMs) {
     }
 
     @Test
@@ -60,7 +66,11 @@ class RuntimeBenchmark {
                 long memory = idleMemory(sandboxd);
                 List<Long> starts = podStarts(sandboxd.k8s(), runtimeClass);
                 List<Long> calls = calls(sandboxd);
-                figures.put(name, new Figures(warm, starts, calls, memory, field(audit, "pod_ms"),
+                List<Long> warmCalls;
+                try (WarmToolPodsOn warmToolPods = WarmToolPodsOn.of(Sandboxd.AGENT_IMAGE, 1)) {
+                    warmCalls = warmCalls(warmToolPods);
+                }
+                figures.put(name, new Figures(warm, starts, calls, warmCalls, memory, field(audit, "pod_ms"),
                                               field(audit, "run_ms"), audit.stream().map(a -> a.path("duration_ms")
                                                       .asLong() - a.path("pod_ms").asLong() - a.path("wait_ms")
                                                       .asLong()).toList()));
@@ -78,6 +88,8 @@ class RuntimeBenchmark {
         row(figures, "sandbox pod create to Ready p99", f -> ms(WarmPoolBenchmark.p(f.podStart(), 99)));
         row(figures, "cold /v1/call p50 (tool pod/call)", f -> ms(WarmPoolBenchmark.p(f.call(), 50)));
         row(figures, "cold /v1/call p99", f -> ms(WarmPoolBenchmark.p(f.call(), 99)));
+        row(figures, "warm /v1/call p50 (tool.warmImages)", f -> ms(WarmPoolBenchmark.p(f.warmCall(), 50)));
+        row(figures, "warm /v1/call p99", f -> ms(WarmPoolBenchmark.p(f.warmCall(), 99)));
         row(figures, "idle sandbox pod memory", f -> String.format("%.1f MiB", f.idleMemoryBytes() / 1048576.0));
         Figures gvisor = figures.get("gvisor");
         System.out.printf("gVisor warm path against the targets (p50 <= 25 ms, p99 <= 100 ms): %s%n",
@@ -167,6 +179,27 @@ class RuntimeBenchmark {
         return micros;
     }
 
+    /**
+     * {@code add(1, 2)} in a warm tool pod (D9), one call at a time, each once a warm pod is Ready again (the figure of
+     * a call that finds one); each call's pod must be the warm one it found.
+     */
+    private static List<Long> warmCalls(WarmToolPodsOn warmToolPods) {
+        List<Long> micros = new ArrayList<>();
+        for (int i = 0; i < WARM_CALLS; i++) {
+            Set<String> warm = new HashSet<>();
+            warmToolPods.awaitReady(1).forEach(p -> warm.add(p.getMetadata().getName()));
+            Sandboxd sandboxd = warmToolPods.sandboxd();
+            long t = System.nanoTime();
+            ApiResponse r = sandboxd.call(Map.of("image", Sandboxd.AGENT_IMAGE, "function", "add",
+                                                 "args", Map.of("a", 1, "b", 2)));
+            micros.add((System.nanoTime() - t) / 1000);
+            assertEquals(200, r.status(), r.toString());
+            assertEquals(3, r.json().path("result").asInt(), r.toString());
+            assertTrue(warm.contains(r.json().path("sandbox_id").asText()), "a warm pod served it: " + r);
+        }
+        return micros;
+    }
+
     /** Mean working set of the warm pool's pods, from the kubelet's summary API (through the API server). */
     private static long idleMemory(Sandboxd sandboxd) throws Exception {
         KubernetesClient k8s = sandboxd.k8s();
@@ -180,6 +213,7 @@ class RuntimeBenchmark {
             JsonNode ref = pod.path("podRef");
             boolean warm = Sandboxd.SANDBOX_NAMESPACE.equals(ref.path("namespace").asText())
                     && k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(ref.path("name").asText()).get() instanceof Pod p
+                    && "snippet".equals(p.getMetadata().getLabels().get("sandboxd.io/kind"))
                     && !"claimed".equals(p.getMetadata().getLabels().get("sandboxd.io/state"));
             long bytes = pod.path("memory").path("workingSetBytes").asLong(0);
             if (warm && bytes > 0) {

@@ -1,0 +1,83 @@
+package io.sandboxd.e2e.support;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Warm tool pods (D9) switched on for one test class or benchmark: one {@code helm upgrade} listing the agent image in
+ * {@code tool.warmImages}, and back to none with another (the chart's default).
+ */
+public final class WarmToolPodsOn implements AutoCloseable {
+
+    private final Sandboxd sandboxd;
+
+    private WarmToolPodsOn(Sandboxd sandboxd) {
+        this.sandboxd = sandboxd;
+    }
+
+    /**
+     * @param image the image whose tool pods are kept warm
+     * @param pods  how many
+     * @return sandboxd with warm tool pods of {@code image}, reconnected, one of them Ready
+     */
+    public static WarmToolPodsOn of(String image, int pods) {
+        Sandboxd.upgradeReusingValues("--set", "tool.warmImages[0].image=" + image,
+                                      "--set", "tool.warmImages[0].pods=" + pods);
+        WarmToolPodsOn on = new WarmToolPodsOn(Sandboxd.reconnect());
+        on.awaitReady(pods);
+        return on;
+    }
+
+    /** @return sandboxd as it runs now */
+    public Sandboxd sandboxd() {
+        return sandboxd;
+    }
+
+    /**
+     * @param count how many
+     * @return the Ready warm tool pods, once there are at least {@code count}
+     */
+    public List<Pod> awaitReady(int count) {
+        await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(50))
+                .until(() -> ready(sandboxd.k8s()).size() >= count);
+        return ready(sandboxd.k8s());
+    }
+
+    /** @return the warm tool pods Ready now */
+    public static List<Pod> ready(KubernetesClient k8s) {
+        return k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
+                .withLabel("sandboxd.io/kind", "tool").withLabel("sandboxd.io/state", "warm").list().getItems()
+                .stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null && isReady(p)).toList();
+    }
+
+    /**
+     * @param k8s  client
+     * @param name pod name
+     * @return the pod, if it exists
+     */
+    public static Optional<Pod> pod(KubernetesClient k8s, String name) {
+        return Optional.ofNullable(k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).get());
+    }
+
+    private static boolean isReady(Pod p) {
+        return p.getStatus() != null && p.getStatus().getConditions() != null && p.getStatus().getConditions().stream()
+                .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
+    }
+
+    /** Back to no warm tool pods (the default); the chart's config change rolls sandboxd, whose leader deletes them. */
+    @Override
+    public void close() {
+        Sandboxd.upgradeReusingValues("--set-json", "tool.warmImages=[]");
+        Sandboxd.reconnect();
+        await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(200))
+                .until(() -> sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
+                        .withLabel("sandboxd.io/kind", "tool").withLabel("sandboxd.io/state", "warm").list()
+                        .getItems().isEmpty());
+    }
+}
