@@ -124,8 +124,11 @@ def dns_query_packet(name, query_id=None):
 
 
 def _icmp_error(s, family):
-    """The ICMP error queued on a UDP socket with IP_RECVERR, as text, or None."""
+    """The ICMP error queued on a socket with IP_RECVERR, as text, or None. Read without waiting: an
+    error that stopped a packet is queued by the time the call it failed returns (a socket with a
+    timeout would otherwise wait all of it for a queue that stays empty, as after a TCP reset)."""
     try:
+        s.settimeout(0)
         _data, ancillary, _flags, _addr = s.recvmsg(512, 512, socket.MSG_ERRQUEUE)
     except OSError:
         return None

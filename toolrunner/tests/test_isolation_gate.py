@@ -51,6 +51,11 @@ def test_stays_shut_while_the_target_answers():
         listener.bind(("127.0.0.1", 0))
         listener.listen(16)
         port = listener.getsockname()[1]
+
+        def accept_forever():  # a server that answers every connection, as the API server would
+            while True:
+                listener.accept()[0].close()
+        threading.Thread(target=accept_forever, daemon=True).start()
         result = gate("--blocked", f"127.0.0.1:{port}", "--within", "1")
     assert result.returncode == 1
     assert "connected" in result.stdout
@@ -65,3 +70,17 @@ def test_best_effort_proceeds_after_the_wait():
     result = gate("--blocked", f"127.0.0.1:{free_port()}", "--within", "1", "--best-effort")
     assert result.returncode == 0
     assert "still open" in result.stdout
+
+
+def test_a_round_ends_at_its_first_answer(silent_tcp_target):
+    """A round with an answer has failed: it does not wait out the silent attempts' timeout."""
+    sys.path.insert(0, str(GATE.parent))
+    import isolation_gate
+    started = time.monotonic()
+    closed, answered, _ = isolation_gate.one_round([f"tcp:{silent_tcp_target}", f"tcp:127.0.0.1:{free_port()}"],
+                                                   None, 3.0)
+    assert not closed and len(answered) == 1 and answered[0].target.startswith("127.0.0.1:")
+    assert time.monotonic() - started < 1.5
+    started = time.monotonic()
+    closed, answered, _ = isolation_gate.one_round([f"tcp:{silent_tcp_target}"], None, 0.5)
+    assert closed and not answered and time.monotonic() - started >= 0.5, "silence is waited out in full"
