@@ -7,7 +7,8 @@ Started by sandboxd in a one-use pod as `python3 -m crusoe_adk.toolrunner` (docs
                  the first call.
 Every request but GET /healthz must carry `Authorization: Bearer <SANDBOXD_POD_TOKEN>` (401 otherwise).
 Environment: SANDBOXD_POD_TOKEN (required: the pod's secret, set by sandboxd; removed from the
-environment at start), TOOLRUNNER_PORT (default 8080).
+environment at start), TOOLRUNNER_PORT (default 8080), TOOLRUNNER_PRELOAD (a module imported before
+serving: sandboxd sets the default module "agent" on warm tool pods).
 """
 import asyncio
 import importlib
@@ -174,6 +175,20 @@ class ToolRunnerHandler(BaseHTTPRequestHandler):
             super().log_message(format, *args)
 
 
+def preload(module_name):
+    """Imports the module a call will most likely name before the pod reports ready (sandboxd asks for it
+    on warm tool pods, which wait for a call anyway): the call then finds it imported. A module that fails
+    to import is reported here and left for the call, which imports it again and answers with the error."""
+    if not module_name:
+        return
+    try:
+        importlib.import_module(module_name)
+    except BaseException:  # the agent's own code: whatever it raises must not stop the runner
+        print(f"crusoe_adk.toolrunner: could not preload {module_name!r}; the call will import it again:",
+              file=sys.stderr, flush=True)
+        traceback.print_exc()
+
+
 def main():
     # Before the agent's module is imported (its code runs from then on, in this process): the
     # secret leaves the environment (tool code and the programs it starts find none; a tool can
@@ -186,6 +201,7 @@ def main():
     # so the agent's own agent.py is importable.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
+    preload(os.environ.get("TOOLRUNNER_PRELOAD", ""))
     server = ThreadingHTTPServer(("0.0.0.0", port), ToolRunnerHandler)
     server.tool_call = ToolCall()
     server.pod_token = pod_token

@@ -74,3 +74,22 @@ def test_bad_bodies_are_refused_without_using_up_the_pod(tool_runner):
 def test_http_errors(tool_runner):
     assert tool_runner.request("GET", "/call")[:2] == (405, {"error": "method not allowed"})
     assert tool_runner.request("GET", "/nope")[0] == 404
+
+
+def test_a_preloaded_module_is_imported_before_the_runner_answers(start_server, tmp_path):
+    """Warm tool pods: TOOLRUNNER_PRELOAD imports the agent's module before /healthz answers."""
+    (tmp_path / "slow_agent.py").write_text(
+        "import pathlib, time\npathlib.Path('imported').write_text(str(time.time()))\n\ndef ping():\n    return 'pong'\n")
+    server = start_server("crusoe_adk.toolrunner", {"TOOLRUNNER_PRELOAD": "slow_agent"}, cwd=tmp_path,
+                          port_variable="TOOLRUNNER_PORT")
+    assert (tmp_path / "imported").exists(), "imported before the runner answered its health check"
+    assert call(server, "ping", module="slow_agent") == (200, {"result": "pong"})
+
+
+def test_a_module_that_fails_to_preload_is_the_calls_error(start_server, tmp_path):
+    (tmp_path / "broken_agent.py").write_text("raise RuntimeError('no config')\n")
+    server = start_server("crusoe_adk.toolrunner", {"TOOLRUNNER_PRELOAD": "broken_agent"}, cwd=tmp_path,
+                          port_variable="TOOLRUNNER_PORT")
+    assert "could not preload 'broken_agent'" in server.log()
+    status, body = call(server, "anything", module="broken_agent")[:2]
+    assert status == 400 and "RuntimeError: no config" in body["error"], body

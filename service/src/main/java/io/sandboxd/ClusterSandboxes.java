@@ -54,6 +54,8 @@ final class ClusterSandboxes implements AutoCloseable {
     private final PoolLeadership leadership;
     private final PoolStatusSource poolStatus;
     private final SnippetRunner snippetRunner;
+    private final WarmToolPods warmToolPods;
+    private final PodToolCaller podToolCaller;
     private final ToolCaller toolCaller;
 
     ClusterSandboxes(KubernetesClient client, SandboxConfig config, DeadlineBudget budget, String replicaId) {
@@ -90,15 +92,17 @@ final class ClusterSandboxes implements AutoCloseable {
                                                                       budget.sessionPodDeadline()));
         ProjectLimits projectLimits = new ProjectLimits(config.projectLimits());
         ToolPodSpec toolSpec = new ToolPodSpec(namespace, tool, config.security(), snippet.image(), uids);
-        WarmToolPods warmToolPods = new WarmToolPods(toolPods, writes, toolSpec, tool.warmImages(), replicaId, clock);
+        ToolRunnerClient toolRunner = ToolRunnerClient.create(ApiJson.MAPPER, tool.maxResponseBytes());
+        warmToolPods = new WarmToolPods(toolPods, writes, toolSpec, tool.warmImages(), replicaId, clock,
+                                        PoolTimes.forTools(budget, tool.maxTimeoutSeconds()),
+                                        toolRunner::awaitReachable);
         poolStatus = new WarmPoolStatus(pool, counters, snippet.poolTarget(), warmToolPods);
         snippetRunner = projectLimits.snippets(new PooledSnippetRunner(pool, sessions, executor, counters,
                                                                        budget.warmWait()));
 
-        toolCaller = projectLimits.tools(new PodToolCaller(toolPods, writes, toolSpec, warmToolPods,
-                                                           ToolRunnerClient.create(ApiJson.MAPPER,
-                                                                                   tool.maxResponseBytes()),
-                                                           budget.toolReady(), budget::toolPodDeadline));
+        podToolCaller = new PodToolCaller(toolPods, writes, toolSpec, warmToolPods, toolRunner, budget.toolReady(),
+                                          budget::toolPodDeadline);
+        toolCaller = projectLimits.tools(podToolCaller);
 
         reconciler = new PoolReconciler(snippetPods, toolPods, writes, snippetSpec, toolSpec, tool.warmImages(),
                                         counters,
@@ -108,6 +112,7 @@ final class ClusterSandboxes implements AutoCloseable {
                                         replicaId, clock);
         reconciler.start();
         pool.start();
+        warmToolPods.start();
         if (snippet.leaderElection()) {
             leadership = new PoolLeadership(client, namespace, replicaId, reconciler::leading);
             leadership.start();
@@ -149,6 +154,7 @@ final class ClusterSandboxes implements AutoCloseable {
     /** The replica is shutting down: it gives its reserved pods back to the pool at once. */
     void drain() {
         pool.drain();
+        warmToolPods.drain();
     }
 
     @Override
@@ -158,6 +164,8 @@ final class ClusterSandboxes implements AutoCloseable {
         }
         reconciler.close();
         pool.close();
+        warmToolPods.close();
+        podToolCaller.close();
         createdTotal.close();
         snippetPods.close();
         toolPods.close();

@@ -202,9 +202,10 @@ class SandboxdConfigTest {
         "tool.warmImages[0].image", "registry.example/agents/a:v1",
         "tool.warmImages[1].image", "registry.example/agents/b@sha256:" + "0".repeat(64),
         "tool.warmImages[1].pods", 3)));
-    assertEquals(List.of(Map.of("image", "registry.example/agents/a:v1", "pods", 1L),
-            Map.of("image", "registry.example/agents/b@sha256:" + "0".repeat(64), "pods", 3L)),
-        at(config, "sandbox", "tool", "warmImages"));
+    assertEquals(List.of(Map.of("image", "registry.example/agents/a:v1", "pods", 1L, "reservePerReplica", 1L),
+            Map.of("image", "registry.example/agents/b@sha256:" + "0".repeat(64), "pods", 3L,
+                "reservePerReplica", 2L)),
+        at(config, "sandbox", "tool", "warmImages"), "each replica reserves its share: ceil(pods / 2 replicas)");
 
     HelmChart.HelmFailure quota = org.junit.jupiter.api.Assertions.assertThrows(HelmChart.HelmFailure.class,
         () -> HelmChart.render(values("snippet.poolMax", 40, "tool.warmImages[0].image", "a:v1",

@@ -62,6 +62,9 @@ final class ToolCallService implements HttpService {
                     ToolOutcome outcome = caller.call(new ToolJob(identity, requestId, request.module(),
                                                                   request.function(), request.args(),
                                                                   request.timeoutSeconds()));
+                    call.timing("wait_ms", outcome.waitMillis());
+                    call.timing("pod_ms", outcome.podMillis());
+                    call.timing("warm", outcome.warm() ? 1 : 0);
                     call.succeeded(outcome.sandboxId(), null, outcome.error() == null ? "ok" : "tool_error");
                     ApiJson.send(res, 200, CallResponse.from(outcome, call.elapsedMillis()));
                 }

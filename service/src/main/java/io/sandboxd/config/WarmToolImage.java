@@ -15,10 +15,13 @@ import io.helidon.config.Config;
  * leader keeps {@code pods} single-use tool pods of it ready, and a warm pod goes only to a caller whose token names
  * this image ({@link #serves}).
  *
- * @param image the image reference, as tokens name it ({@code repository:tag} or {@code repository@sha256:…})
- * @param pods  warm pods kept of it (at least 1)
+ * @param image             the image reference, as tokens name it ({@code repository:tag} or
+ *                          {@code repository@sha256:…})
+ * @param pods              warm pods kept of it (at least 1)
+ * @param reservePerReplica most of them one replica reserves ahead of its calls, so a call makes no API write (the
+ *                          chart renders ceil(pods / replicaCount); unset: {@code pods}, for sandboxd alone)
  */
-public record WarmToolImage(String image, int pods) {
+public record WarmToolImage(String image, int pods, int reservePerReplica) {
 
     private static final Pattern DIGEST = Pattern.compile("@(sha256:[0-9a-f]{64})$");
 
@@ -29,6 +32,18 @@ public record WarmToolImage(String image, int pods) {
         if (pods < 1) {
             throw new IllegalArgumentException("sandbox.tool.warmImages: \"" + image + "\" needs pods of at least 1");
         }
+        if (reservePerReplica < 0) {
+            throw new IllegalArgumentException("sandbox.tool.warmImages: \"" + image
+                                                       + "\" needs a reservePerReplica of at least 0");
+        }
+    }
+
+    /**
+     * @param image an image
+     * @param pods  warm pods kept of it
+     */
+    public WarmToolImage(String image, int pods) {
+        this(image, pods, pods);
     }
 
     /**
@@ -64,8 +79,9 @@ public record WarmToolImage(String image, int pods) {
         List<WarmToolImage> images = new ArrayList<>();
         Set<String> seen = new HashSet<>();
         for (Config entry : node.asNodeList().orElse(List.of())) {
-            WarmToolImage image = new WarmToolImage(entry.get("image").asString().orElse(""),
-                                                    entry.get("pods").asInt().orElse(1));
+            int pods = entry.get("pods").asInt().orElse(1);
+            WarmToolImage image = new WarmToolImage(entry.get("image").asString().orElse(""), pods,
+                                                    entry.get("reservePerReplica").asInt().orElse(pods));
             if (!seen.add(image.image())) {
                 throw new IllegalArgumentException("sandbox.tool.warmImages: \"" + image.image() + "\" is listed twice");
             }

@@ -61,12 +61,14 @@ public final class PodStates {
 
     /**
      * @param pod pod
-     * @return a pool pod (a snippet pod that is not a D4 session pod)
+     * @return a pool pod: a snippet pod that is not a D4 session pod, or a warm tool pod (D9: a tool pod with a state,
+     *         which a tool pod made for one call never has)
      */
     public static boolean isPoolPod(Pod pod) {
         Map<String, String> labels = labels(pod);
-        return SandboxLabels.KIND_SNIPPET.equals(labels.get(SandboxLabels.KIND))
-                && !labels.containsKey(SandboxLabels.SESSION);
+        String kind = labels.get(SandboxLabels.KIND);
+        return SandboxLabels.KIND_SNIPPET.equals(kind) && !labels.containsKey(SandboxLabels.SESSION)
+                || SandboxLabels.KIND_TOOL.equals(kind) && labels.containsKey(SandboxLabels.STATE);
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.sandboxd.pods;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,6 +30,12 @@ public final class ToolPodSpec {
 
     /** A name cluster DNS must resolve before the tool runs (the tool policy allows DNS). */
     static final String DNS_CANARY = "kubernetes.default.svc";
+
+    /**
+     * A warm pod waits for its call anyway: its runner imports the default module ({@code agent}) before it reports
+     * ready, so the call finds it imported.
+     */
+    private static final List<EnvVar> WARM_POD_ENV = List.of(new EnvVar("TOOLRUNNER_PRELOAD", "agent", null));
 
     private final String namespace;
     private final ToolSettings tool;
@@ -83,7 +90,7 @@ public final class ToolPodSpec {
         annotations.put(SandboxLabels.AGENT_ANNOTATION, agent);
         annotations.put(SandboxLabels.REQUEST_ANNOTATION, requestId);
         return build(image, labels, annotations, activeDeadline.toSeconds(), uids.next(), PodToken.freshEnvVar(),
-                     security);
+                     security, List.of());
     }
 
     /**
@@ -97,7 +104,8 @@ public final class ToolPodSpec {
         Map<String, String> labels = baseLabels();
         labels.put(SandboxLabels.STATE, SandboxLabels.STATE_WARM);
         labels.put(SandboxLabels.POD_SPEC, revision(image));
-        return build(image, labels, new LinkedHashMap<>(), null, uids.next(), PodToken.freshEnvVar(), security);
+        return build(image, labels, new LinkedHashMap<>(), null, uids.next(), PodToken.freshEnvVar(), security,
+                     WARM_POD_ENV);
     }
 
     /**
@@ -110,7 +118,7 @@ public final class ToolPodSpec {
             Map<String, String> labels = baseLabels();
             labels.put(SandboxLabels.STATE, SandboxLabels.STATE_WARM);
             return PodRevision.of(build(i, labels, new LinkedHashMap<>(), null, security.sandboxUids().min(),
-                                        new EnvVar(PodToken.ENV, "", null), security.asAnyReplica()));
+                                        new EnvVar(PodToken.ENV, "", null), security.asAnyReplica(), WARM_POD_ENV));
         });
     }
 
@@ -152,12 +160,14 @@ public final class ToolPodSpec {
     }
 
     private Pod build(String image, Map<String, String> labels, Map<String, String> annotations,
-                      Long activeDeadlineSeconds, long uid, EnvVar podToken, SecuritySettings security) {
-        List<EnvVar> env = List.of(new EnvVar("HOME", "/tmp", null),
-                                   new EnvVar("PYTHONDONTWRITEBYTECODE", "1", null),
-                                   new EnvVar("PYTHONUNBUFFERED", "1", null),
-                                   // The tool runner answers /call only with this pod's own secret (not the gate).
-                                   podToken);
+                      Long activeDeadlineSeconds, long uid, EnvVar podToken, SecuritySettings security,
+                      List<EnvVar> extraEnv) {
+        List<EnvVar> env = new ArrayList<>(List.of(new EnvVar("HOME", "/tmp", null),
+                                                   new EnvVar("PYTHONDONTWRITEBYTECODE", "1", null),
+                                                   new EnvVar("PYTHONUNBUFFERED", "1", null)));
+        env.addAll(extraEnv);
+        // The tool runner answers /call only with this pod's own secret (not the gate).
+        env.add(podToken);
         Pod pod = new PodBuilder()
                 .withNewMetadata()
                     .withGenerateName(GENERATE_NAME)

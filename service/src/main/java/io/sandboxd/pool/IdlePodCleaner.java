@@ -68,8 +68,9 @@ final class IdlePodCleaner {
      */
     void toolPods(List<Pod> toolPods, Instant now) {
         for (Pod pod : toolPods) {
-            // An unused warm tool pod (D9) is the WarmToolPodKeeper's; one a call claimed is counted from its claim.
-            if (!PodStates.isDeleting(pod) && !PodStates.isLabelledWarm(pod)
+            // An unused warm tool pod (D9: warm or reserved) is the WarmToolPodKeeper's; one a call claimed is counted
+            // from its claim.
+            if (!PodStates.isDeleting(pod) && !PodStates.isLabelledWarm(pod) && !PodStates.isLabelledReserved(pod)
                     && PodStates.claimedAt(pod).plus(limits.orphanedToolPodAfter()).isBefore(now)) {
                 LOGGER.warning("tool pod " + pod.getMetadata().getName() + " outlived any call; deleting");
                 writes.delete(pod.getMetadata().getName());

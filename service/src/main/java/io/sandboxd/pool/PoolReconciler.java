@@ -156,7 +156,8 @@ public final class PoolReconciler implements AutoCloseable {
     public PoolReconciler(PodCache snippets, PodCache tools, PodWrites writes, SnippetPodSpec spec,
                           ToolPodSpec toolSpec, List<WarmToolImage> warmToolImages, PoolCounters counters,
                           Limits limits, String replicaId, Clock clock) {
-        this(snippets, tools, writes, spec, new WarmToolPodKeeper(writes, toolSpec, warmToolImages, replicaId, clock),
+        this(snippets, tools, writes, spec, new WarmToolPodKeeper(writes, toolSpec, warmToolImages,
+                                                                  limits.reservationLapseGrace(), replicaId, clock),
              counters, limits, replicaId, clock);
     }
 

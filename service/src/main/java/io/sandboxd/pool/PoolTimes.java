@@ -29,4 +29,15 @@ public record PoolTimes(Duration reservationHold, Duration renewWithin, Duration
                              budget.reservationHandOutMargin(), budget.reservationRenewPeriod(),
                              budget.claimedPodDeadline());
     }
+
+    /**
+     * @param budget            the deadline budget
+     * @param maxTimeoutSeconds the largest tool-call timeout
+     * @return the reservation times, and the tool pod's deadline for the longest call (warm tool pods, D9)
+     */
+    public static PoolTimes forTools(DeadlineBudget budget, int maxTimeoutSeconds) {
+        return new PoolTimes(budget.reservationHold(), budget.reservationRenewWithin(),
+                             budget.reservationHandOutMargin(), budget.reservationRenewPeriod(),
+                             budget.toolPodDeadline(maxTimeoutSeconds));
+    }
 }

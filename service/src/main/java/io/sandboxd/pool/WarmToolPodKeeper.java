@@ -22,9 +22,10 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 /**
  * Keeps the warm tool pods of D9 ({@code tool.warmImages}), run by the pool leader on each of its passes
  * ({@link PoolReconciler}), from the tool pod informer: for each listed image, as many unused warm pods of the current
- * spec as listed; warm pods that finished are deleted, and those of an image no longer listed or of an earlier spec
- * are taken (the conditional update a call uses, so none is deleted under a call) and deleted. Pods a call claimed
- * are that call's to delete ({@link IdlePodCleaner} removes them if their replica died).
+ * spec as listed (warm, or reserved by a replica for its next call); warm pods that finished are deleted, and those of
+ * an image no longer listed or of an earlier spec are taken (the conditional update a call uses, so none is deleted
+ * under a call) and deleted; reservations whose holder is gone (lapsed) are deleted. Pods a call claimed are that
+ * call's to delete ({@link IdlePodCleaner} removes them if their replica died).
  */
 final class WarmToolPodKeeper {
 
@@ -33,11 +34,13 @@ final class WarmToolPodKeeper {
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
 
     /** Keeps none: no image listed. */
-    static final WarmToolPodKeeper NONE = new WarmToolPodKeeper(null, null, List.of(), "", Clock.systemUTC());
+    static final WarmToolPodKeeper NONE = new WarmToolPodKeeper(null, null, List.of(), Duration.ZERO, "",
+                                                                Clock.systemUTC());
 
     private final PodWrites writes;
     private final ToolPodSpec spec;
     private final List<WarmToolImage> images;
+    private final Duration lapseGrace;
     private final String replicaId;
     private final Clock clock;
     /** Pods created and not yet seen in the informer, by name; a create never shown is forgotten after a while. */
@@ -48,14 +51,17 @@ final class WarmToolPodKeeper {
     /**
      * @param writes    pod writes
      * @param spec      the tool pod spec
-     * @param images    the listed images
-     * @param replicaId this replica's id (for the {@code claimed-by} of a pod it takes to delete)
-     * @param clock     clock
+     * @param images     the listed images
+     * @param lapseGrace how long past its {@code reserved-until} a reservation is deleted
+     * @param replicaId  this replica's id (for the {@code claimed-by} of a pod it takes to delete)
+     * @param clock      clock
      */
-    WarmToolPodKeeper(PodWrites writes, ToolPodSpec spec, List<WarmToolImage> images, String replicaId, Clock clock) {
+    WarmToolPodKeeper(PodWrites writes, ToolPodSpec spec, List<WarmToolImage> images, Duration lapseGrace,
+                      String replicaId, Clock clock) {
         this.writes = writes;
         this.spec = spec;
         this.images = List.copyOf(images);
+        this.lapseGrace = lapseGrace;
         this.replicaId = replicaId;
         this.clock = clock;
     }
@@ -67,17 +73,27 @@ final class WarmToolPodKeeper {
      * @param now      now
      */
     void keep(List<Pod> toolPods, Instant now) {
-        if (images.isEmpty() && toolPods.stream().noneMatch(PodStates::isLabelledWarm)) {
+        if (images.isEmpty() && toolPods.stream().noneMatch(PodStates::isPoolPod)) {
             return;
         }
         Map<String, Integer> unused = new HashMap<>();
         Set<String> seen = new HashSet<>();
         for (Pod pod : toolPods) {
             seen.add(pod.getMetadata().getName());
-            if (!PodStates.isLabelledWarm(pod) || PodStates.isDeleting(pod)) {
+            boolean reserved = PodStates.isLabelledReserved(pod);
+            if (!PodStates.isLabelledWarm(pod) && !reserved || PodStates.isDeleting(pod)) {
                 continue;
             }
             String image = ToolPodSpec.imageOf(pod);
+            if (reserved) {
+                // A replica holds it for its next call; counted, unless its holder is gone (the reservation lapsed).
+                if (lapsed(pod, now)) {
+                    deleteIfLapsedOnServer(pod.getMetadata().getName(), now);
+                } else if (spec.isCurrentWarmPod(pod)) {
+                    unused.merge(image, 1, Integer::sum);
+                }
+                continue;
+            }
             if (PodStates.isTerminal(pod)) {
                 LOGGER.warning("warm tool pod " + pod.getMetadata().getName() + " of " + image + " finished ("
                                        + PodStates.phase(pod) + ") before use; deleting");
@@ -106,6 +122,25 @@ final class WarmToolPodKeeper {
     }
 
     private record PendingCreate(String image, Instant at) {
+    }
+
+    /** A reservation past its end (with room for clock skew between replicas): its holder is gone. */
+    private boolean lapsed(Pod pod, Instant now) {
+        return PodStates.reservedUntil(pod).plus(lapseGrace).isBefore(now);
+    }
+
+    /** Confirmed on the API server's copy first (the cache may lag a renewal), as the snippet pool's leader does. */
+    private void deleteIfLapsedOnServer(String name, Instant now) {
+        try {
+            Pod fresh = writes.fetch(name);
+            if (fresh != null && PodStates.isLabelledReserved(fresh) && lapsed(fresh, now)) {
+                LOGGER.warning("warm tool pod " + name + " reserved by " + PodStates.annotations(fresh)
+                        .get(io.sandboxd.pods.SandboxLabels.CLAIMED_BY) + " was never used or renewed; deleting");
+                writes.delete(name);
+            }
+        } catch (KubernetesClientException e) {
+            LOGGER.fine(() -> "could not read pod " + name + " to confirm its lapse: " + PodWrites.describe(e));
+        }
     }
 
     private boolean create(String image, Instant now) {

@@ -2,38 +2,33 @@ package io.sandboxd.pool;
 
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
-import java.util.logging.Logger;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Predicate;
 
 import io.sandboxd.config.WarmToolImage;
+import io.sandboxd.failure.FailedRun;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
-import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.ToolPodSpec;
-
-import io.fabric8.kubernetes.api.model.Pod;
 
 /**
  * Hands warm tool pods (decision D9, {@code tool.warmImages}) to tool calls, still single use and still pinned: a call
- * gets a warm pod only when the pod runs a listed image that {@link WarmToolImage#serves serves} the image in the
- * caller's token, the pod was built from the current spec for it, and it is Ready. The pod is taken with one
- * conditional update (label {@code state=claimed}, the caller's project and agent, the call's deadline), so of several
- * calls racing for it exactly one wins; the call then deletes it, as it does a pod created for it. With no such pod
- * the call creates one, as without warm pods: a warm pod never makes a call wait. The {@link WarmToolPodKeeper}
- * refills.
+ * gets a warm pod only from the pool of a listed image that {@link WarmToolImage#serves serves} the image in the
+ * caller's token, and each such pool holds only pods that run exactly that image and were built from the current spec
+ * for it. Each listed image has a {@link WarmPool} of its own over the tool pods, as snippets do: a replica reserves
+ * some ahead of its calls (so a call makes no API write), hands each to one call, and deletes it after that call; a
+ * call with no reserved pod claims a warm one with one conditional update. A call never waits for a warm pod: with
+ * none at hand it creates a pod of its own, as without warm pods. The {@link WarmToolPodKeeper} refills.
  */
-public final class WarmToolPods {
+public final class WarmToolPods implements AutoCloseable {
 
-    private static final Logger LOGGER = Logger.getLogger(WarmToolPods.class.getName());
-
-    private final PodCache tools;
-    private final PodWrites writes;
-    private final ToolPodSpec spec;
-    private final List<WarmToolImage> images;
-    private final String replicaId;
-    private final Clock clock;
+    private final Map<WarmToolImage, WarmPool> pools = new LinkedHashMap<>();
+    /** The pool each pod handed out came from, until it is released. */
+    private final Map<String, WarmPool> handedOut = new ConcurrentHashMap<>();
 
     /**
      * @param tools     tool pod informer
@@ -42,15 +37,22 @@ public final class WarmToolPods {
      * @param images    the listed images
      * @param replicaId this replica's id (for {@code claimed-by})
      * @param clock     clock
+     * @param times     how long a reservation holds, and a claimed pod may run (the tool pod deadline)
+     * @param reachable whether a pod at this IP answers HTTP (checked before a pod is reserved)
      */
     public WarmToolPods(PodCache tools, PodWrites writes, ToolPodSpec spec, List<WarmToolImage> images,
-                        String replicaId, Clock clock) {
-        this.tools = tools;
-        this.writes = writes;
-        this.spec = spec;
-        this.images = List.copyOf(images);
-        this.replicaId = replicaId;
-        this.clock = clock;
+                        String replicaId, Clock clock, PoolTimes times, Predicate<String> reachable) {
+        for (WarmToolImage listed : images) {
+            Predicate<io.fabric8.kubernetes.api.model.Pod> ofThisImage = pod -> spec.isCurrentWarmPod(pod)
+                    && listed.image().equals(ToolPodSpec.imageOf(pod));
+            pools.put(listed, new WarmPool(tools, writes, replicaId, clock, listed.reservePerReplica(), times,
+                                           reachable, ofThisImage));
+        }
+    }
+
+    /** Starts keeping warm tool pods reserved. */
+    public void start() {
+        pools.values().forEach(WarmPool::start);
     }
 
     /**
@@ -58,46 +60,51 @@ public final class WarmToolPods {
      *
      * @param tokenImage the image in the caller's token
      * @param project    caller's project
-     * @param agent      caller's agent
      * @param requestId  the call's request
-     * @param runsAtMost how long the call may keep the pod
-     * @return the pod, now the call's; empty when none may serve it
+     * @return the pod, now the call's (give it back with {@link #release}); empty when none may serve it now
      */
-    public Optional<ClaimedPod> take(String tokenImage, String project, String agent, String requestId,
-                                     Duration runsAtMost) {
-        if (images.stream().noneMatch(listed -> listed.serves(tokenImage))) {
-            return Optional.empty();
-        }
-        // Random order spreads concurrent callers (this replica's and others') over different pods.
-        for (Pod pod : tools.inRandomOrder(pod -> ready(pod) && servesToken(pod, tokenImage))) {
-            Instant now = clock.instant();
-            PodWrites.Update update = writes.updateIfUnchanged(
-                    PoolMarks.toolClaimed(pod, replicaId + "/" + requestId, now, project, agent, requestId,
-                                          runsAtMost));
-            if (update.outcome() == PodWrites.Outcome.UPDATED) {
-                LOGGER.fine(() -> "claimed warm tool pod " + pod.getMetadata().getName());
-                return Optional.of(ClaimedPod.of(pod, pod.getStatus().getPodIP(), false));
+    public Optional<ClaimedPod> take(String tokenImage, String project, String requestId) {
+        for (Map.Entry<WarmToolImage, WarmPool> pool : pools.entrySet()) {
+            if (!pool.getKey().serves(tokenImage)) {
+                continue;
             }
-            LOGGER.fine(() -> "claim of warm tool pod " + pod.getMetadata().getName() + ": " + update.outcome());
+            try {
+                ClaimedPod pod = pool.getValue().claim(requestId, project, Duration.ZERO);
+                handedOut.put(pod.name(), pool.getValue());
+                return Optional.of(pod);
+            } catch (FailedRun none) {
+                // none at hand in this image's pool
+            }
         }
         return Optional.empty();
+    }
+
+    /**
+     * Destroys a warm pod after its call, in the background.
+     *
+     * @param podName the pod {@link #take} handed out
+     */
+    public void release(String podName) {
+        WarmPool pool = handedOut.remove(podName);
+        if (pool != null) {
+            pool.release(podName);
+        }
     }
 
     /**
      * @return warm tool pods ready to serve a call now, of every listed image (cluster-wide, from the informer)
      */
     public int readyCount() {
-        return (int) tools.pods().stream().filter(this::ready).count();
+        return pools.values().stream().mapToInt(WarmPool::warmCount).sum();
     }
 
-    private boolean ready(Pod pod) {
-        return PodStates.isLabelledWarm(pod) && !PodStates.isDeleting(pod) && PodStates.isReady(pod)
-                && pod.getStatus().getPodIP() != null && spec.isCurrentWarmPod(pod);
+    /** The replica is draining: its reserved warm tool pods go back, and it reserves no more. */
+    public void drain() {
+        pools.values().forEach(WarmPool::drain);
     }
 
-    /** The pod runs a listed image, and that image serves the token's. */
-    private boolean servesToken(Pod pod, String tokenImage) {
-        String image = ToolPodSpec.imageOf(pod);
-        return images.stream().anyMatch(listed -> listed.image().equals(image) && listed.serves(tokenImage));
+    @Override
+    public void close() {
+        pools.values().forEach(WarmPool::close);
     }
 }

@@ -2,6 +2,8 @@ package io.sandboxd.run;
 
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.function.IntFunction;
 import java.util.function.Supplier;
 import java.util.logging.Logger;
@@ -28,7 +30,7 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * call and waited for: from informer events, and, once it has an address, by asking its runner directly, which
  * answers as soon as it runs (after the isolation gate) rather than at the kubelet's next readiness probe.
  */
-public final class PodToolCaller implements ToolCaller {
+public final class PodToolCaller implements ToolCaller, AutoCloseable {
 
     private static final Logger LOGGER = Logger.getLogger(PodToolCaller.class.getName());
     /** How often a starting pod's runner is asked whether it answers yet. */
@@ -41,6 +43,8 @@ public final class PodToolCaller implements ToolCaller {
     private final ToolRunnerClient runner;
     private final Duration readyTimeout;
     private final IntFunction<Duration> podDeadline;
+    /** Deletions run on their own threads: a call's answer must not wait for the API server. */
+    private final ExecutorService deletions = Executors.newVirtualThreadPerTaskExecutor();
 
     /**
      * @param tools        tool pod informer
@@ -64,12 +68,12 @@ public final class PodToolCaller implements ToolCaller {
 
     @Override
     public ToolOutcome call(ToolJob job) {
+        long started = System.nanoTime();
         Duration deadline = podDeadline.apply(job.timeoutSeconds());
-        Optional<ClaimedPod> warmPod = warm.take(job.image(), job.caller().project(), job.caller().agent(),
-                                                 job.requestId(), deadline);
+        Optional<ClaimedPod> warmPod = warm.take(job.image(), job.caller().project(), job.requestId());
         if (warmPod.isPresent()) {
             ClaimedPod pod = warmPod.get();
-            return callIn(pod.name(), job, () -> pod);
+            return callIn(pod.name(), job, started, true, () -> pod);
         }
         Pod created;
         try {
@@ -79,29 +83,50 @@ public final class PodToolCaller implements ToolCaller {
             throw new FailedRun(new Failure.ToolPodNotCreated(PodWrites.describe(e)));
         }
         String name = created.getMetadata().getName();
-        return callIn(name, job, () -> {
+        return callIn(name, job, started, false, () -> {
             Pod ready = awaitReady(name, job.image());
             // The pod's own secret, from the Pod object: the runner answers /call only with it.
             return new ClaimedPod(name, ready.getStatus().getPodIP(), PodToken.of(ready).orElse(null), false);
         });
     }
 
-    /** Calls the tool in the pod, then deletes the pod whatever happened. */
-    private ToolOutcome callIn(String name, ToolJob job, Supplier<ClaimedPod> readyPod) {
+    /**
+     * Calls the tool in the pod, then deletes the pod whatever happened: in the background, so the answer does not
+     * wait for the API server (the pod is nobody else's either way: made for this call, or a warm pod it claimed).
+     */
+    private ToolOutcome callIn(String name, ToolJob job, long started, boolean warm, Supplier<ClaimedPod> readyPod) {
         try {
             ClaimedPod pod = readyPod.get();
+            long ready = System.nanoTime();
             ToolRunnerReply reply = runner.call(pod.ip(), pod.token(), job.module(), job.function(), job.args(),
-                                                job.timeoutSeconds());
-            return new ToolOutcome(name, reply.result(), reply.error());
+                                                job.timeoutSeconds(), pod.reachable());
+            return new ToolOutcome(name, reply.result(), reply.error(), warm, millis(ready - started),
+                                   millis(System.nanoTime() - ready));
         } catch (PodCallFailed e) {
             throw PodFailures.ofCall(e, job.timeoutSeconds(), name);
         } catch (FailedRun e) {
             throw e.in(name);
         } finally {
-            if (!writes.delete(name)) {
-                LOGGER.warning("tool pod " + name + " could not be deleted now; the pool leader will remove it");
+            if (warm) {
+                this.warm.release(name);
+            } else {
+                deletions.submit(() -> {
+                    if (!writes.delete(name)) {
+                        LOGGER.warning("tool pod " + name + " could not be deleted now; the pool leader will remove it");
+                    }
+                });
             }
         }
+    }
+
+    private static long millis(long nanos) {
+        return nanos / 1_000_000;
+    }
+
+    /** Lets the deletions under way finish (a replica stopping deletes the pods of its last calls). */
+    @Override
+    public void close() {
+        deletions.close();
     }
 
     /** Ready: the kubelet says so, or, once the pod has an address, its runner answers. */

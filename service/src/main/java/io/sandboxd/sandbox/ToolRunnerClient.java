@@ -74,6 +74,24 @@ public final class ToolRunnerClient {
      */
     public ToolRunnerReply call(String podIp, String token, String module, String function, JsonNode args,
                                 int timeoutSeconds) throws PodCallFailed {
+        return call(podIp, token, module, function, args, timeoutSeconds, false);
+    }
+
+    /**
+     * Calls one tool function.
+     *
+     * @param podIp          pod address
+     * @param token          the pod's own secret
+     * @param module         Python module
+     * @param function       function name
+     * @param args           keyword arguments
+     * @param timeoutSeconds the call's timeout
+     * @param reachable      whether sandboxd has already reached this pod (a reserved warm pod): no probe first
+     * @return the runner's reply
+     * @throws PodCallFailed when it brought no usable reply
+     */
+    public ToolRunnerReply call(String podIp, String token, String module, String function, JsonNode args,
+                                int timeoutSeconds, boolean reachable) throws PodCallFailed {
         ObjectNode body = json.createObjectNode();
         body.put("module", module);
         body.put("function", function);
@@ -84,7 +102,9 @@ public final class ToolRunnerClient {
         } catch (JsonProcessingException e) {
             throw PodCallFailed.unreachable(ExceptionText.describe(e), e);
         }
-        http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
+        if (!reachable) {
+            http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
+        }
         PodHttp.Reply reply;
         try {
             reply = http.post(PodHttp.uri(podIp, port, "/call"), token, payload, Duration.ofSeconds(timeoutSeconds),
@@ -96,6 +116,16 @@ public final class ToolRunnerClient {
             throw e;
         }
         return interpret(reply);
+    }
+
+    /**
+     * Waits until the pod answers HTTP at all from here (checked before a warm tool pod is reserved).
+     *
+     * @param podIp pod address
+     * @return whether it answered within a few seconds
+     */
+    public boolean awaitReachable(String podIp) {
+        return http.awaitReachable(podIp, port, PodHttp.REACHABLE_WITHIN);
     }
 
     /**

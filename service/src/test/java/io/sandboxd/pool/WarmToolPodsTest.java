@@ -41,7 +41,6 @@ class WarmToolPodsTest {
     static final String NS = "cai-sandbox";
     static final String IMAGE = "registry:5000/agents/support:v1";
     static final String OTHER = "registry:5000/agents/other:v1";
-    static final Duration DEADLINE = Duration.ofSeconds(200);
 
     KubernetesClient client;
     private PodCache tools;
@@ -58,15 +57,27 @@ class WarmToolPodsTest {
 
     @AfterEach
     void tearDown() {
+        made.forEach(WarmToolPods::close);
         tools.close();
     }
 
+    static final PoolTimes TIMES = PoolTimes.forTools(TestSettings.BUDGET, 120);
+    private final List<WarmToolPods> made = new java.util.ArrayList<>();
+
+    /** Warm tool pods that reserve none (each call claims with one conditional update), unless a test starts them. */
     private WarmToolPods pods(String... images) {
-        return new WarmToolPods(tools, writes, spec, listed(images), "replica-1", Clock.systemUTC());
+        return pods("replica-1", 0, images);
     }
 
-    private static List<WarmToolImage> listed(String... images) {
-        return java.util.Arrays.stream(images).map(i -> new WarmToolImage(i, 1)).toList();
+    private WarmToolPods pods(String replica, int reserve, String... images) {
+        WarmToolPods pods = new WarmToolPods(tools, writes, spec, listed(reserve, images), replica, Clock.systemUTC(),
+                                             TIMES, ip -> true);
+        made.add(pods);
+        return pods;
+    }
+
+    private static List<WarmToolImage> listed(int reserve, String... images) {
+        return java.util.Arrays.stream(images).map(i -> new WarmToolImage(i, 1, reserve)).toList();
     }
 
     /** A warm pod of {@code image} as the leader creates it, then Ready with an address, as the kubelet reports it. */
@@ -91,7 +102,7 @@ class WarmToolPodsTest {
     }
 
     private Optional<ClaimedPod> take(WarmToolPods pods, String tokenImage) {
-        return pods.take(tokenImage, "team-a", "agent-1", "req-1", DEADLINE);
+        return pods.take(tokenImage, "team-a", "req-1");
     }
 
     @Test
@@ -106,8 +117,7 @@ class WarmToolPodsTest {
         assertNotNull(claimed.token(), "the pod's own secret, from the Pod object");
         Pod marked = client.pods().inNamespace(NS).withName(claimed.name()).get();
         assertEquals(SandboxLabels.STATE_CLAIMED, marked.getMetadata().getLabels().get(SandboxLabels.STATE));
-        assertEquals("team-a", marked.getMetadata().getLabels().get(SandboxLabels.PROJECT));
-        assertEquals("agent-1", marked.getMetadata().getAnnotations().get(SandboxLabels.AGENT_ANNOTATION));
+        assertEquals("team-a", marked.getMetadata().getAnnotations().get(SandboxLabels.PROJECT_ANNOTATION));
         assertEquals("replica-1/req-1", marked.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY));
         assertNotNull(marked.getSpec().getActiveDeadlineSeconds(), "the call's deadline: the kubelet's backstop");
 
@@ -138,15 +148,17 @@ class WarmToolPodsTest {
                                                new io.sandboxd.config.ResourceSettings("3", "1Gi", "512Mi"),
                                                TestSettings.TOOL.requests(), "64Mi", false, List.of());
         ToolPodSpec upgraded = new ToolPodSpec(NS, larger, TestSettings.RUNTIME_DEFAULT, TestSettings.SNIPPET.image());
-        assertFalse(new WarmToolPods(tools, writes, upgraded, listed(IMAGE), "r", Clock.systemUTC())
-                            .take(IMAGE, "p", "a", "r", DEADLINE).isPresent(), "built from another spec");
+        WarmToolPods ofUpgrade = new WarmToolPods(tools, writes, upgraded, listed(0, IMAGE), "r", Clock.systemUTC(),
+                                                  TIMES, ip -> true);
+        made.add(ofUpgrade);
+        assertFalse(ofUpgrade.take(IMAGE, "p", "r").isPresent(), "built from another spec");
     }
 
     @Test
     void ofCallersRacingForOnePodExactlyOneGetsIt() throws Exception {
         readyWarmPod(spec.warmPod(IMAGE));
         WarmToolPods a = pods(IMAGE);
-        WarmToolPods b = new WarmToolPods(tools, writes, spec, listed(IMAGE), "replica-2", Clock.systemUTC());
+        WarmToolPods b = pods("replica-2", 0, IMAGE);
         ExecutorService threads = Executors.newFixedThreadPool(4);
         try {
             List<Callable<Boolean>> calls = List.of(() -> take(a, IMAGE).isPresent(), () -> take(b, IMAGE).isPresent(),
@@ -164,7 +176,7 @@ class WarmToolPodsTest {
     @Test
     void theLeaderKeepsTheListedCountAndReplacesPodsItNoLongerWants() throws Exception {
         WarmToolPodKeeper keeper = new WarmToolPodKeeper(writes, spec, List.of(new WarmToolImage(IMAGE, 2)),
-                                                         "leader", Clock.systemUTC());
+                                                         Duration.ofSeconds(30), "leader", Clock.systemUTC());
         Pod unlisted = readyWarmPod(spec.warmPod(OTHER));
         keeper.keep(tools.pods(), Instant.now());
         assertEquals(2, imagesOf(IMAGE), "two created");
@@ -182,6 +194,24 @@ class WarmToolPodsTest {
         keeper.keep(tools.pods(), Instant.now());
         assertEquals(3, imagesOf(IMAGE), "two warm and the claimed one");
         assertNotNull(client.pods().inNamespace(NS).withName(taken.name()).get(), "the call's pod is left alone");
+    }
+
+    @Test
+    void aReplicaReservesAWarmPodAheadAndHandsItToACallOfItsImageOnly() throws Exception {
+        Pod warm = readyWarmPod(spec.warmPod(IMAGE));
+        WarmToolPods reserving = pods("replica-1", 1, IMAGE, OTHER);
+        reserving.start();
+        String name = warm.getMetadata().getName();
+        assertTrue(tools.await(() -> tools.pod(name).filter(io.sandboxd.pods.PodStates::isLabelledReserved),
+                               Duration.ofSeconds(10)).isPresent(), "reserved ahead of any call");
+        assertFalse(reserving.take(OTHER, "team-b", "req-2").isPresent(), "never to another image's call");
+        ClaimedPod claimed = reserving.take(IMAGE, "team-a", "req-3").orElseThrow();
+        assertEquals(name, claimed.name());
+        assertTrue(claimed.reachable(), "probed before it was reserved");
+        assertFalse(reserving.take(IMAGE, "team-a", "req-4").isPresent(), "single use");
+        reserving.release(name);
+        assertTrue(tools.await(() -> tools.pod(name).isEmpty() ? Optional.of(true) : Optional.empty(),
+                               Duration.ofSeconds(10)).isPresent(), "deleted after its call");
     }
 
     @Test

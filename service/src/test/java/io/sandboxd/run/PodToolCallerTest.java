@@ -17,6 +17,7 @@ import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.pool.WarmToolPods;
+import io.sandboxd.config.WarmToolImage;
 import io.sandboxd.sandbox.FakePod;
 import io.sandboxd.sandbox.ToolRunnerClient;
 import io.sandboxd.tokens.ProjectIdentity;
@@ -75,13 +76,19 @@ class PodToolCallerTest {
         runner.close();
     }
 
+    private final ToolPodSpec spec = new ToolPodSpec(NS, io.sandboxd.TestSettings.TOOL,
+                                                     io.sandboxd.TestSettings.RUNTIME_DEFAULT,
+                                                     io.sandboxd.TestSettings.SNIPPET.image());
+
     private PodToolCaller caller(Duration readyTimeout) {
-        ToolPodSpec spec = new ToolPodSpec(NS, io.sandboxd.TestSettings.TOOL,
-                                           io.sandboxd.TestSettings.RUNTIME_DEFAULT,
-                                           io.sandboxd.TestSettings.SNIPPET.image());
+        return caller(readyTimeout, List.of());
+    }
+
+    private PodToolCaller caller(Duration readyTimeout, List<WarmToolImage> warmImages) {
         return new PodToolCaller(tools, new PodWrites(client, NS), spec,
-                                 new WarmToolPods(tools, new PodWrites(client, NS), spec, List.of(), "replica-1",
-                                                  Clock.systemUTC()),
+                                 new WarmToolPods(tools, new PodWrites(client, NS), spec, warmImages, "replica-1",
+                                                  Clock.systemUTC(), io.sandboxd.pool.PoolTimes.forTools(
+                                                          io.sandboxd.TestSettings.BUDGET, 120), ip -> true),
                                  new ToolRunnerClient(HttpClient.newHttpClient(), JSON, 1 << 20, runner.port()),
                                  readyTimeout, io.sandboxd.TestSettings.BUDGET::toolPodDeadline);
     }
@@ -100,7 +107,22 @@ class PodToolCallerTest {
         assertTrue(runner.lastRequest().contains("\"city\":\"Reykjavik\""));
         assertTrue(startedPodToken != null && startedPodToken.length() >= 43, startedPodToken);
         assertEquals("Bearer " + startedPodToken, runner.authorization("/call"), "the call carries the pod's secret");
-        assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind");
+        assertNoPodLeft();
+    }
+
+    @Test
+    void aWarmPodOfTheTokensImageServesTheCallAndNoPodIsCreated() throws Exception {
+        runner.answer(200, "{\"result\":7}");
+        Pod warm = client.pods().inNamespace(NS).resource(spec.warmPod("img:1")).create();
+        String name = warm.getMetadata().getName();
+        assertTrue(tools.await(() -> tools.pod(name).filter(p -> p.getStatus() != null
+                && p.getStatus().getPodIP() != null), Duration.ofSeconds(10)).isPresent());
+        ToolOutcome outcome = caller(Duration.ofSeconds(10), List.of(new WarmToolImage("img:1", 1, 0))).call(job());
+        assertEquals(name, outcome.sandboxId());
+        assertTrue(outcome.warm());
+        assertEquals("7", outcome.result().toString());
+        assertEquals("Bearer " + PodToken.of(warm).orElseThrow(), runner.authorization("/call"));
+        assertNoPodLeft();
     }
 
     @Test
@@ -111,7 +133,7 @@ class PodToolCallerTest {
         assertEquals(503, ContractText.status(e));
         assertEquals("the tool sandbox did not start: the tool sandbox exited before it was ready (phase Failed); "
                              + "the agent image must contain crusoe_adk.toolrunner", ContractText.of(e));
-        assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind");
+        assertNoPodLeft();
     }
 
     @Test
@@ -120,7 +142,7 @@ class PodToolCallerTest {
         FailedRun e = assertThrows(FailedRun.class, () -> caller(Duration.ofSeconds(1)).call(job()));
         assertEquals(503, ContractText.status(e));
         assertEquals("timed out waiting for the tool sandbox to become ready", ContractText.of(e));
-        assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind");
+        assertNoPodLeft();
     }
 
     private void settle(Pod pod) {
@@ -141,5 +163,18 @@ class PodToolCallerTest {
         } catch (RuntimeException e) {
             // the pod went away meanwhile
         }
+    }
+
+    /** Pods are deleted in the background after the call's answer: within moments, always. */
+    private void assertNoPodLeft() {
+        long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (!client.pods().inNamespace(NS).list().getItems().isEmpty() && System.nanoTime() < until) {
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        }
+        assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind");
     }
 }

@@ -49,11 +49,12 @@ public final class WarmToolPodsOn implements AutoCloseable {
         return ready(sandboxd.k8s());
     }
 
-    /** @return the warm tool pods Ready now */
+    /** @return the warm tool pods Ready now and nobody's yet: warm, or reserved by a replica for its next call */
     public static List<Pod> ready(KubernetesClient k8s) {
         return k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
-                .withLabel("sandboxd.io/kind", "tool").withLabel("sandboxd.io/state", "warm").list().getItems()
-                .stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null && isReady(p)).toList();
+                .withLabel("sandboxd.io/kind", "tool").withLabelIn("sandboxd.io/state", "warm", "reserved").list()
+                .getItems().stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null && isReady(p))
+                .toList();
     }
 
     /**
@@ -77,7 +78,7 @@ public final class WarmToolPodsOn implements AutoCloseable {
         Sandboxd.reconnect();
         await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(200))
                 .until(() -> sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
-                        .withLabel("sandboxd.io/kind", "tool").withLabel("sandboxd.io/state", "warm").list()
-                        .getItems().isEmpty());
+                        .withLabel("sandboxd.io/kind", "tool").withLabelIn("sandboxd.io/state", "warm", "reserved")
+                        .list().getItems().isEmpty());
     }
 }
