@@ -21,10 +21,17 @@ import io.sandboxd.pods.ToolPodSpec;
  * caller's token, and each such pool holds only pods that run exactly that image and were built from the current spec
  * for it. Each listed image has a {@link WarmPool} of its own over the tool pods, as snippets do: a replica reserves
  * some ahead of its calls (so a call makes no API write), hands each to one call, and deletes it after that call; a
- * call with no reserved pod claims a warm one with one conditional update. A call never waits for a warm pod: with
- * none at hand it creates a pod of its own, as without warm pods. The {@link WarmToolPodKeeper} refills.
+ * call with no reserved pod claims a warm one with one conditional update, or, when another replica holds the image's
+ * warm pods, asks for one to be passed on and waits for it at most {@link #PASS_ON_WAIT}. With none at hand it
+ * creates a pod of its own, as without warm pods. The {@link WarmToolPodKeeper} refills.
  */
 public final class WarmToolPods implements AutoCloseable {
+
+    /**
+     * Longest wait of a call for a warm pod that exists but another replica holds (reserved for its next call) until
+     * that replica passes it on; with no warm pod of the image at all a call does not wait.
+     */
+    static final Duration PASS_ON_WAIT = Duration.ofSeconds(1);
 
     private final Map<WarmToolImage, WarmPool> pools = new LinkedHashMap<>();
     /** The pool each pod handed out came from, until it is released. */
@@ -68,8 +75,10 @@ public final class WarmToolPods implements AutoCloseable {
             if (!pool.getKey().serves(tokenImage)) {
                 continue;
             }
+            // A pod another replica holds is passed on when asked (a few informer round trips): worth a short wait.
+            Duration wait = pool.getValue().warmCount() > 0 ? PASS_ON_WAIT : Duration.ZERO;
             try {
-                ClaimedPod pod = pool.getValue().claim(requestId, project, Duration.ZERO);
+                ClaimedPod pod = pool.getValue().claim(requestId, project, wait);
                 handedOut.put(pod.name(), pool.getValue());
                 return Optional.of(pod);
             } catch (FailedRun none) {

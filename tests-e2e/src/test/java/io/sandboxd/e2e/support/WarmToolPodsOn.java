@@ -27,8 +27,10 @@ public final class WarmToolPodsOn implements AutoCloseable {
      * @return sandboxd with warm tool pods of {@code image}, reconnected, one of them Ready
      */
     public static WarmToolPodsOn of(String image, int pods) {
-        Sandboxd.upgradeReusingValues("--set", "tool.warmImages[0].image=" + image,
-                                      "--set", "tool.warmImages[0].pods=" + pods);
+        Sandboxd.get(); // installed first (a fresh install would reset the value set here)
+        // The whole list at once: an indexed --set does not replace a list the reused values already hold.
+        Sandboxd.upgradeReusingValues("--set-json", "tool.warmImages=[{\"image\": \"" + image + "\", \"pods\": "
+                + pods + "}]");
         WarmToolPodsOn on = new WarmToolPodsOn(Sandboxd.reconnect());
         on.awaitReady(pods);
         return on;
