@@ -41,6 +41,8 @@ class RuntimeBenchmark {
     private static final int POD_STARTS = Integer.getInteger("bench.runtime.podStarts", 8);
     private static final int CALLS = Integer.getInteger("bench.runtime.calls", 10);
     private static final int WARM_CALLS = Integer.getInteger("bench.runtime.warmCalls", 20);
+    /** Warm tool pods kept for the warm calls: one for each of the two replicas to reserve (ceil(2 / 2)). */
+    private static final int WARM_POOL = 2;
     private static final int WARM_UP_CALLS = Integer.getInteger("bench.runtime.warmUpCalls", 2000);
 
     /**
@@ -67,7 +69,7 @@ class RuntimeBenchmark {
                 List<Long> starts = podStarts(sandboxd.k8s(), runtimeClass);
                 List<Long> calls = calls(sandboxd);
                 List<Long> warmCalls;
-                try (WarmToolPodsOn warmToolPods = WarmToolPodsOn.of(Sandboxd.AGENT_IMAGE, 1)) {
+                try (WarmToolPodsOn warmToolPods = WarmToolPodsOn.of(Sandboxd.AGENT_IMAGE, WARM_POOL)) {
                     warmCalls = warmCalls(warmToolPods);
                 }
                 figures.put(name, new Figures(warm, starts, calls, warmCalls, memory, field(audit, "pod_ms"),
@@ -169,32 +171,32 @@ class RuntimeBenchmark {
     private static List<Long> calls(Sandboxd sandboxd) {
         List<Long> micros = new ArrayList<>();
         for (int i = 0; i < CALLS; i++) {
-            long t = System.nanoTime();
-            ApiResponse r = sandboxd.call(Map.of("image", Sandboxd.AGENT_IMAGE, "function", "add",
-                                                 "args", Map.of("a", 1, "b", 2)));
-            micros.add((System.nanoTime() - t) / 1000);
-            assertEquals(200, r.status(), r.toString());
-            assertEquals(3, r.json().path("result").asInt(), r.toString());
+            addOneAndTwo(sandboxd, micros);
         }
         return micros;
     }
 
+    /** One {@code add(1, 2)} tool call, timed into {@code micros}; its response, checked. */
+    private static ApiResponse addOneAndTwo(Sandboxd sandboxd, List<Long> micros) {
+        long t = System.nanoTime();
+        ApiResponse r = sandboxd.call(Map.of("image", Sandboxd.AGENT_IMAGE, "function", "add",
+                                             "args", Map.of("a", 1, "b", 2)));
+        micros.add((System.nanoTime() - t) / 1000);
+        assertEquals(200, r.status(), r.toString());
+        assertEquals(3, r.json().path("result").asInt(), r.toString());
+        return r;
+    }
+
     /**
-     * {@code add(1, 2)} in a warm tool pod (D9), one call at a time, each once a warm pod is Ready again (the figure of
-     * a call that finds one); each call's pod must be the warm one it found.
+     * {@code add(1, 2)} in a warm tool pod (D9), one call at a time, each once both warm pods are Ready again (each
+     * replica holds one, so the figure is that of a call that finds one reserved); each call's pod must be a warm one.
      */
     private static List<Long> warmCalls(WarmToolPodsOn warmToolPods) {
         List<Long> micros = new ArrayList<>();
         for (int i = 0; i < WARM_CALLS; i++) {
             Set<String> warm = new HashSet<>();
-            warmToolPods.awaitReady(1).forEach(p -> warm.add(p.getMetadata().getName()));
-            Sandboxd sandboxd = warmToolPods.sandboxd();
-            long t = System.nanoTime();
-            ApiResponse r = sandboxd.call(Map.of("image", Sandboxd.AGENT_IMAGE, "function", "add",
-                                                 "args", Map.of("a", 1, "b", 2)));
-            micros.add((System.nanoTime() - t) / 1000);
-            assertEquals(200, r.status(), r.toString());
-            assertEquals(3, r.json().path("result").asInt(), r.toString());
+            warmToolPods.awaitReady(WARM_POOL).forEach(p -> warm.add(p.getMetadata().getName()));
+            ApiResponse r = addOneAndTwo(warmToolPods.sandboxd(), micros);
             assertTrue(warm.contains(r.json().path("sandbox_id").asText()), "a warm pod served it: " + r);
         }
         return micros;
