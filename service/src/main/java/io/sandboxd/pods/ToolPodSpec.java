@@ -95,7 +95,7 @@ public final class ToolPodSpec {
 
     /**
      * A warm tool pod of a listed image (D9): nobody's yet, labelled {@code state=warm} and with this spec's revision
-     * for the image; no deadline until a call claims it ({@code PoolMarks.toolClaimed} sets the call's).
+     * for the image; no deadline until a call claims it (the claim sets the tool pod deadline).
      *
      * @param image a {@code tool.warmImages} image
      * @return the desired pod
@@ -143,11 +143,8 @@ public final class ToolPodSpec {
                 .map(io.fabric8.kubernetes.api.model.Container::getImage).findFirst().orElse(null);
     }
 
-    /**
-     * @param project a project
-     * @return its value for the {@code sandboxd.io/project} label
-     */
-    public static String projectLabel(String project) {
+    /** The project's value for the {@code sandboxd.io/project} label. */
+    private static String projectLabel(String project) {
         String label = SandboxLabels.labelValue(project);
         return label.isEmpty() ? "unknown" : label;
     }

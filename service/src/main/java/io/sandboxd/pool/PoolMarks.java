@@ -7,7 +7,6 @@ import java.util.Optional;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
-import io.sandboxd.pods.ToolPodSpec;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -15,7 +14,7 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 /**
  * The states sandboxd writes onto a pool pod, in one place: {@code warm} (created so) → {@code reserved} (held by one
  * replica for its next request; may be passed on to a replica that asks for it) → {@code claimed} (handed to a
- * request) → deleted; onto a warm tool pod (D9): {@code warm} → {@code claimed} by one call → deleted; and onto a D4 session pod: {@code used} at each run → {@code expiring} → deleted. Every write carries the pod's
+ * request) → deleted; onto a warm tool pod (D9) the same as onto a pool pod; and onto a D4 session pod: {@code used} at each run → {@code expiring} → deleted. Every write carries the pod's
  * resourceVersion (see {@link PodWrites#updateIfUnchanged}), so the API server decides every race.
  */
 final class PoolMarks {
@@ -114,31 +113,6 @@ final class PoolMarks {
         return new PodBuilder(claimed(pod, claimedBy, at, project, runsAtMost))
                 .editMetadata().addToAnnotations(SandboxLabels.REQUESTED_AT, requestedAt.toString()).endMetadata()
                 .build();
-    }
-
-    /**
-     * A warm tool pod (D9) handed to one call: claimed by its request, for its caller's project and agent, with the
-     * call's deadline.
-     *
-     * @param pod        warm tool pod as last seen
-     * @param claimedBy  {@code <replica-id>/<request-id>}
-     * @param at         time of the claim
-     * @param project    caller's project
-     * @param agent      caller's agent
-     * @param requestId  the call's request
-     * @param runsAtMost how long the call may keep the pod ({@code DeadlineBudget.toolPodDeadline})
-     * @return the pod claimed
-     */
-    static Pod toolClaimed(Pod pod, String claimedBy, Instant at, String project, String agent, String requestId,
-                           Duration runsAtMost) {
-        Pod claimed = new PodBuilder(claimed(pod, claimedBy, at, project))
-                .editMetadata()
-                    .addToLabels(SandboxLabels.PROJECT, ToolPodSpec.projectLabel(project))
-                    .addToAnnotations(SandboxLabels.AGENT_ANNOTATION, agent)
-                    .addToAnnotations(SandboxLabels.REQUEST_ANNOTATION, requestId)
-                .endMetadata()
-                .build();
-        return endingWithin(claimed, at, runsAtMost);
     }
 
     /**
