@@ -51,6 +51,21 @@ public final class WarmToolPodsOn implements AutoCloseable {
         return ready(sandboxd.k8s());
     }
 
+    /**
+     * @param count how many
+     * @return the Ready warm tool pods reserved by a replica for its next call, once there are at least {@code count}
+     */
+    public List<Pod> awaitReserved(int count) {
+        await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(50))
+                .until(() -> reserved(sandboxd.k8s()).size() >= count);
+        return reserved(sandboxd.k8s());
+    }
+
+    private static List<Pod> reserved(KubernetesClient k8s) {
+        return ready(k8s).stream().filter(p -> "reserved".equals(p.getMetadata().getLabels().get("sandboxd.io/state")))
+                .toList();
+    }
+
     /** @return the warm tool pods Ready now and nobody's yet: warm, or reserved by a replica for its next call */
     public static List<Pod> ready(KubernetesClient k8s) {
         return k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
