@@ -3,6 +3,9 @@ package io.sandboxd.e2e.support;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.Callable;
+
+import io.sandboxd.pods.SandboxLabels;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -46,9 +49,7 @@ public final class WarmToolPodsOn implements AutoCloseable {
      * @return the Ready warm tool pods, once there are at least {@code count}
      */
     public List<Pod> awaitReady(int count) {
-        await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(50))
-                .until(() -> ready(sandboxd.k8s()).size() >= count);
-        return ready(sandboxd.k8s());
+        return awaitAtLeast(count, () -> ready(sandboxd.k8s()));
     }
 
     /**
@@ -56,14 +57,14 @@ public final class WarmToolPodsOn implements AutoCloseable {
      * @return the Ready warm tool pods reserved by a replica for its next call, once there are at least {@code count}
      */
     public List<Pod> awaitReserved(int count) {
-        await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(50))
-                .until(() -> reserved(sandboxd.k8s()).size() >= count);
-        return reserved(sandboxd.k8s());
+        return awaitAtLeast(count, () -> ready(sandboxd.k8s()).stream().filter(
+                p -> SandboxLabels.STATE_RESERVED.equals(p.getMetadata().getLabels().get(SandboxLabels.STATE))).toList());
     }
 
-    private static List<Pod> reserved(KubernetesClient k8s) {
-        return ready(k8s).stream().filter(p -> "reserved".equals(p.getMetadata().getLabels().get("sandboxd.io/state")))
-                .toList();
+    /** The last list polled, once it holds at least {@code count} pods (one listing per poll). */
+    private static List<Pod> awaitAtLeast(int count, Callable<List<Pod>> pods) {
+        return await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(50))
+                .until(pods, listed -> listed.size() >= count);
     }
 
     /** @return the warm tool pods Ready now and nobody's yet: warm, or reserved by a replica for its next call */
