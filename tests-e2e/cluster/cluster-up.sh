@@ -103,7 +103,25 @@ start etcd etcd --name sandboxd --data-dir "$ETCD_DATA" \
 wait_for etcd 30 curl -sf http://127.0.0.1:2379/health
 log "etcd ready"
 
+# The audit log records who wrote or deleted a pod in the sandbox namespace (and every other pod write at Metadata
+# level), so a test that finds a pod gone can name the account that removed it (tests-e2e: support/PodAudit).
+cat > "$CLUSTER_STATE/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Request
+    verbs: [delete, deletecollection, update, patch]
+    resources: [{group: "", resources: [pods]}]
+    namespaces: [cai-sandbox]
+  - level: Metadata
+    verbs: [create, delete, deletecollection, update, patch]
+    resources: [{group: "", resources: [pods]}]
+  - level: None
+EOF
 start kube-apiserver kube-apiserver \
+  --audit-policy-file="$CLUSTER_STATE/audit-policy.yaml" --audit-log-path="$logs/audit.log" \
+  --audit-log-maxsize=200 --audit-log-maxbackup=2 --audit-log-mode=batch --audit-log-batch-max-wait=1s \
   --etcd-servers=http://127.0.0.1:2379 --advertise-address="$NODE_IP" --bind-address=0.0.0.0 --secure-port=6443 \
   --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
   --enable-admission-plugins=NodeRestriction,PodSecurity,ValidatingAdmissionPolicy \

@@ -1,7 +1,9 @@
 package io.sandboxd.e2e.support;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 
@@ -19,9 +21,12 @@ import static org.awaitility.Awaitility.await;
 public final class WarmToolPodsOn implements AutoCloseable {
 
     private final Sandboxd sandboxd;
+    /** Chart values set back on close, beside the empty list ({@code --set key=value} each). */
+    private final List<String> restores;
 
-    private WarmToolPodsOn(Sandboxd sandboxd) {
+    private WarmToolPodsOn(Sandboxd sandboxd, List<String> restores) {
         this.sandboxd = sandboxd;
+        this.restores = restores;
     }
 
     /**
@@ -30,11 +35,27 @@ public final class WarmToolPodsOn implements AutoCloseable {
      * @return sandboxd with warm tool pods of {@code image}, reconnected, one of them Ready
      */
     public static WarmToolPodsOn of(String image, int pods) {
+        return of(image, pods, Map.of());
+    }
+
+    /**
+     * @param image image whose tool pods are kept warm
+     * @param pods  how many
+     * @param also  other chart values set in the same upgrade, each with the value {@link #close} sets back
+     * @return sandboxd with warm tool pods of {@code image}, reconnected, {@code pods} of them Ready
+     */
+    public static WarmToolPodsOn of(String image, int pods, Map<String, Map.Entry<String, String>> also) {
         Sandboxd.get(); // installed first (a fresh install would reset the value set here)
         // The whole list at once: an indexed --set does not replace a list the reused values already hold.
-        Sandboxd.upgradeReusingValues("--set-json", "tool.warmImages=[{\"image\": \"" + image + "\", \"pods\": "
-                + pods + "}]");
-        WarmToolPodsOn on = new WarmToolPodsOn(Sandboxd.reconnect());
+        List<String> sets = new ArrayList<>(List.of("--set-json", "tool.warmImages=[{\"image\": \"" + image
+                + "\", \"pods\": " + pods + "}]"));
+        List<String> restores = new ArrayList<>();
+        also.forEach((key, values) -> {
+            sets.addAll(List.of("--set", key + "=" + values.getKey()));
+            restores.addAll(List.of("--set", key + "=" + values.getValue()));
+        });
+        Sandboxd.upgradeReusingValues(sets.toArray(String[]::new));
+        WarmToolPodsOn on = new WarmToolPodsOn(Sandboxd.reconnect(), List.copyOf(restores));
         on.awaitReady(pods);
         return on;
     }
@@ -92,7 +113,9 @@ public final class WarmToolPodsOn implements AutoCloseable {
     /** Back to no warm tool pods (the default); the chart's config change rolls sandboxd, whose leader deletes them. */
     @Override
     public void close() {
-        Sandboxd.upgradeReusingValues("--set-json", "tool.warmImages=[]");
+        List<String> sets = new ArrayList<>(List.of("--set-json", "tool.warmImages=[]"));
+        sets.addAll(restores);
+        Sandboxd.upgradeReusingValues(sets.toArray(String[]::new));
         Sandboxd.reconnect();
         await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(200))
                 .until(() -> sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
