@@ -5,8 +5,8 @@ Started by sandboxd in a one-use pod as `python3 -m crusoe_adk.toolrunner` (docs
   POST /call     {"module", "function", "args"} -> 200 {"result": ...} or 200 {"error": "<Type>: <text>"}
                  when the tool raised; 400 for a bad body or an unknown module/function; 409 after
                  the first call.
-Every request but GET /healthz must carry `Authorization: Bearer <SANDBOXD_POD_TOKEN>` (401 otherwise).
-Environment: SANDBOXD_POD_TOKEN (required: the pod's secret, set by sandboxd; removed from the
+Every request but GET /healthz must carry `Authorization: Bearer <the pod's secret>` (401 otherwise).
+Environment: SANDBOXD_POD_TOKEN_SHA256 (required: the verifier of the pod's secret, set by sandboxd; removed from the
 environment at start), TOOLRUNNER_PORT (default 8080), TOOLRUNNER_PRELOAD (a module imported before
 serving: sandboxd sets the default module "agent" on warm tool pods).
 """

@@ -4,12 +4,14 @@ One copy ships in each in-pod package (sandbox_executor/podguard.py, crusoe_adk/
 package goes alone into its own image, so neither may import the other; a test keeps the copies
 identical. Standard library only.
 
-The per-pod secret. sandboxd writes a fresh random secret into every sandbox pod it creates (env
-SANDBOXD_POD_TOKEN, main container only) and presents it as `Authorization: Bearer <secret>` on
-every request other than GET /healthz. NetworkPolicy admits only sandboxd to port 8080, but traffic
+The per-pod secret. sandboxd derives a secret for every sandbox pod it creates from a key only it
+holds, writes only the secret's verifier into the pod (env SANDBOXD_POD_TOKEN_SHA256: its SHA-256,
+URL-safe base64 without padding, main container only), and presents the secret as
+`Authorization: Bearer <secret>` on every request other than GET /healthz. A reader of the pod
+object sees the verifier, which opens nothing. NetworkPolicy admits only sandboxd to port 8080, but traffic
 from the node, and so from any hostNetwork pod of any namespace, always passes: the server itself
-must refuse everybody else. `take_token` reads the secret once, at start, and removes it before any
-untrusted code can run: from os.environ (so no child inherits it) and from the C environment block,
+must refuse everybody else. `take_token` reads the verifier once, at start, and removes it before any
+untrusted code can run (it opens nothing, but the snippet has no business with it): from os.environ (so no child inherits it) and from the C environment block,
 whose bytes /proc/<pid>/environ shows and which unsetenv() alone leaves in place (overwritten).
 
 Non-dumpable. Untrusted code runs as the same uid as the server (PID 1 of the pod), which holds the
@@ -21,13 +23,15 @@ EACCES or EPERM. Only the caller's own flag can be changed, so untrusted code ca
 the server; the flag is inherited across fork() and reset by execve(), so a program the server execs
 (the snippet interpreter) is an ordinary process again.
 """
+import base64
 import ctypes
+import hashlib
 import hmac
 import os
 
-TOKEN_ENV = "SANDBOXD_POD_TOKEN"
-# sandboxd sends 256 random bits as 43 URL-safe base64 characters; refuse anything much weaker.
-MIN_TOKEN_CHARS = 32
+TOKEN_ENV = "SANDBOXD_POD_TOKEN_SHA256"
+# A SHA-256 in URL-safe base64 without padding: 43 characters.
+VERIFIER_CHARS = 43
 UNAUTHORIZED = "unauthorized: this endpoint answers only sandboxd"
 OPEN_PATHS = ("/healthz",)
 
@@ -35,11 +39,17 @@ PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 
 
-class PodToken:
-    """The pod's secret, compared in constant time."""
+def verifier(secret):
+    """What a pod holds to check `secret`: its SHA-256, URL-safe base64 without padding."""
+    digest = hashlib.sha256(secret.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
-    def __init__(self, secret):
-        self._secret = secret.encode("utf-8", "surrogateescape")
+
+class PodToken:
+    """Checks the pod's secret against its verifier, in constant time."""
+
+    def __init__(self, verifier_text):
+        self._verifier = verifier_text.encode("utf-8", "surrogateescape")
 
     def accepts(self, authorization):
         """Whether an Authorization header value is `Bearer <this pod's secret>`."""
@@ -47,10 +57,10 @@ class PodToken:
         if scheme.lower() != "bearer":
             return False
         try:
-            presented = presented.strip().encode("ascii")
+            presented = verifier(presented.strip()).encode("ascii")
         except UnicodeEncodeError:
             return False
-        return hmac.compare_digest(presented, self._secret)
+        return hmac.compare_digest(presented, self._verifier)
 
     def __repr__(self):
         return "PodToken(***)"
@@ -62,7 +72,7 @@ def needs_token(path):
 
 
 def take_token(program):
-    """The pod's secret, removed from this process's environment; SystemExit when absent (fail closed)."""
+    """The pod's secret's verifier, removed from this process's environment; SystemExit when absent (fail closed)."""
     value = os.environ.get(TOKEN_ENV, "")
     entries = c_environment_entries(TOKEN_ENV)
     os.environ.pop(TOKEN_ENV, None)  # also unsetenv(): os.environ is posix.environ, children get none
@@ -70,10 +80,10 @@ def take_token(program):
     # process was started with. Overwrite them (glibc never frees environment strings).
     for address, length in entries:
         ctypes.memset(address, 0, length)
-    if len(value) < MIN_TOKEN_CHARS:
-        raise SystemExit(f"{program}: {TOKEN_ENV} is not set (or shorter than {MIN_TOKEN_CHARS} "
-                         f"characters); sandboxd sets it on every pod it creates. Refusing to serve "
-                         f"without it.")
+    if len(value) != VERIFIER_CHARS:
+        raise SystemExit(f"{program}: {TOKEN_ENV} is not set (or not a SHA-256 in {VERIFIER_CHARS} "
+                         f"URL-safe base64 characters); sandboxd sets it on every pod it creates. "
+                         f"Refusing to serve without it.")
     return PodToken(value)
 
 

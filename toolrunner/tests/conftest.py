@@ -1,4 +1,6 @@
 """Starts the in-pod programs as real subprocesses on free localhost ports."""
+import base64
+import hashlib
 import http.client
 import json
 import os
@@ -22,7 +24,12 @@ def free_port():
         return probe.getsockname()[1]
 
 
-POD_TOKEN_ENV = "SANDBOXD_POD_TOKEN"
+POD_TOKEN_ENV = "SANDBOXD_POD_TOKEN_SHA256"
+
+
+def verifier(secret):
+    """What sandboxd writes into a pod for its secret: SHA-256, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(hashlib.sha256(secret.encode()).digest()).rstrip(b"=").decode()
 
 
 class Server:
@@ -60,7 +67,7 @@ class Server:
 def start_server(tmp_path):
     """start_server(module, env, cwd) -> Server, ready on /healthz; stopped after the test.
 
-    Every server gets a fresh pod secret (SANDBOXD_POD_TOKEN), as sandboxd gives every pod; `argv`
+    Every server gets a fresh pod secret (its verifier in SANDBOXD_POD_TOKEN_SHA256), as sandboxd gives every pod; `argv`
     replaces `-m module` (e.g. to start it with a defence switched off, for a positive control).
     """
     started = []
@@ -71,13 +78,13 @@ def start_server(tmp_path):
         log_path = tmp_path / f"{module}-{port}.log"
         token = secrets.token_urlsafe(32)
         full_env = {**os.environ, "PYTHONPATH": str(TOOLRUNNER_DIR), port_variable: str(port),
-                    POD_TOKEN_ENV: token, **env}
+                    POD_TOKEN_ENV: verifier(token), **env}
         # Appending, like the pipe of a container log: a line written from elsewhere (the log-forging
         # tests) must not overwrite another.
         with open(log_path, "ab") as log:
             process = subprocess.Popen([*command_prefix, python, *(argv or ["-m", module])], cwd=cwd,
                                        env=full_env, stdout=log, stderr=subprocess.STDOUT)
-        server = Server(process, port, log_path, full_env[POD_TOKEN_ENV])
+        server = Server(process, port, log_path, token)
         started.append(server)
         deadline = time.monotonic() + 10
         while True:

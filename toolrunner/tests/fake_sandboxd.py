@@ -7,6 +7,7 @@ environment of its own (none of the agent's variables), given the pod secret, as
 Scripted replies (`fail_next`) stand in for sandboxd's own 4xx/5xx answers.
 """
 import base64
+import hashlib
 import http.client
 import itertools
 import json
@@ -104,7 +105,7 @@ class FakeSandboxd:
         port, pod_token = free_port(), secrets.token_urlsafe(32)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp",
                "PYTHONPATH": str(TOOLRUNNER_DIR), "PYTHONDONTWRITEBYTECODE": "1",
-               "TOOLRUNNER_PORT": str(port), "SANDBOXD_POD_TOKEN": pod_token, **self.pod_env}
+               "TOOLRUNNER_PORT": str(port), "SANDBOXD_POD_TOKEN_SHA256": verifier(pod_token), **self.pod_env}
         process = subprocess.Popen([self.python, "-m", "crusoe_adk.toolrunner"], cwd=SAMPLE_AGENT_DIR,
                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -138,3 +139,8 @@ def token_claims(token):
         return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     except (IndexError, ValueError):
         return None
+
+
+def verifier(secret):
+    """What sandboxd writes into a pod for its secret: SHA-256, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(hashlib.sha256(secret.encode()).digest()).rstrip(b"=").decode()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import POD_TOKEN_ENV, TOOLRUNNER_DIR
+from conftest import POD_TOKEN_ENV, TOOLRUNNER_DIR, verifier
 
 UNAUTHORIZED = {"error": "unauthorized: this endpoint answers only sandboxd"}
 CAN_IMITATE_THE_POD = os.getuid() != 0 or (shutil.which("unshare") and shutil.which("setpriv"))
@@ -32,8 +32,10 @@ WITHOUT_DUMPABLE_DEFENCE = ("import {package}.podguard as guard\n"
 
 
 def wrong_authorizations(token):
+    # The verifier the pod object shows (what any reader of pods sees) opens nothing either.
     return [None, "", "Bearer", "Bearer ", f"Bearer {'x' * len(token)}", f"Bearer {token[:-1]}",
-            f"Bearer {token}x", f"Basic {token}", token, f"Bearer {token[:-1]}\u00e9"]
+            f"Bearer {token}x", f"Basic {token}", token, f"Bearer {token[:-1]}\u00e9",
+            f"Bearer {verifier(token)}"]
 
 
 def authorization_headers(value):
@@ -128,7 +130,7 @@ def test_tool_runner_calls_only_for_the_pod_secret(start_server):
 
 
 @pytest.mark.parametrize("module", ["sandbox_executor", "crusoe_adk.toolrunner"])
-@pytest.mark.parametrize("token", [None, "", "too-short"])
+@pytest.mark.parametrize("token", [None, "", "too-short", "x" * 44])
 def test_without_the_secret_the_servers_refuse_to_start(module, token, executor_workdir):
     env = {key: value for key, value in os.environ.items() if key != POD_TOKEN_ENV}
     env.update({"PYTHONPATH": str(TOOLRUNNER_DIR), "SANDBOX_WORKDIR": str(executor_workdir),

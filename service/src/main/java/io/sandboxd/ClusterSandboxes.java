@@ -13,6 +13,7 @@ import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
+import io.sandboxd.pods.PodSeal;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SandboxUids;
 import io.sandboxd.pods.SnippetPodSpec;
@@ -64,9 +65,10 @@ final class ClusterSandboxes implements AutoCloseable {
         SnippetSettings snippet = config.snippet();
         ToolSettings tool = config.tool();
 
-        snippetPods = PodCache.start(client, namespace, SandboxLabels.snippetSelector());
-        toolPods = PodCache.start(client, namespace, SandboxLabels.toolSelector());
-        PodWrites writes = new PodWrites(client, namespace);
+        PodSeal seal = PodSeal.watching(config.podSealKeysDir());
+        snippetPods = PodCache.start(client, namespace, SandboxLabels.snippetSelector(), seal);
+        toolPods = PodCache.start(client, namespace, SandboxLabels.toolSelector(), seal);
+        PodWrites writes = new PodWrites(client, namespace, seal);
         // GET /v1/pool is pool-wide (D8): created_total kept in a ConfigMap, in_flight from the informer cache.
         createdTotal = PoolRecord.inCluster(client, namespace);
         PoolCounters counters = new PoolCounters(snippetPods, createdTotal);

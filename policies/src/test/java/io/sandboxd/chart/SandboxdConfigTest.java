@@ -60,6 +60,8 @@ class SandboxdConfigTest {
           keysDir: /etc/sandboxd/keys
           audience: sandboxd
           issuer: ""
+        podSeal:
+          keysDir: /etc/sandboxd/seal
         lifecycle: {shutdownDelaySeconds: 5, reservationHoldSeconds: 120}
         requestBodies: {budgetBytes: 0, budgetWaitMillis: 2000, executeMaxTokens: 10000}
         limits:

@@ -1,5 +1,7 @@
 package io.sandboxd.config;
 
+import java.nio.file.Path;
+
 import io.helidon.config.Config;
 
 /**
@@ -15,7 +17,8 @@ public record SandboxConfig(String namespace,
                             TokenSettings tokens,
                             ProjectLimitSettings projectLimits,
                             RequestBodySettings requestBodies,
-                            LifecycleSettings lifecycle) {
+                            LifecycleSettings lifecycle,
+                            Path podSealKeysDir) {
 
     /**
      * @return every setting at its default: what sandboxd runs with when the operator's file sets nothing
@@ -39,7 +42,8 @@ public record SandboxConfig(String namespace,
                 TokenSettings.from(sandbox.get("tokens")),
                 ProjectLimitSettings.from(sandbox.get("limits").get("perProject")),
                 RequestBodySettings.from(sandbox.get("requestBodies")),
-                LifecycleSettings.from(sandbox.get("lifecycle")));
+                LifecycleSettings.from(sandbox.get("lifecycle")),
+                Path.of(sandbox.get("podSeal").get("keysDir").asString().orElse("/etc/sandboxd/seal")));
         config.validate();
         return config;
     }

@@ -14,6 +14,8 @@ import java.util.function.Supplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import io.sandboxd.pods.PodSeal;
+
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ExceptionHandler;
@@ -21,22 +23,27 @@ import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 
 /**
- * The only source of pod state: a label-filtered informer on the sandbox namespace. Waiting is event-driven: a waiter
- * re-evaluates its condition each time the informer reports a change, and otherwise sleeps on a condition variable.
+ * The only source of pod state: a label-filtered informer on the sandbox namespace, showing only the pods sandboxd
+ * made (their {@link PodSeal seal} verifies): a pod that merely carries sandboxd's labels, made by another creator, is
+ * never seen by the pool, the sessions or the tool calls ({@link #unsealed()} lists those for the leader to delete).
+ * Waiting is event-driven: a waiter re-evaluates its condition each time the informer reports a change, and otherwise
+ * sleeps on a condition variable.
  */
 public final class PodCache implements AutoCloseable {
 
     private static final Logger LOGGER = Logger.getLogger(PodCache.class.getName());
 
     private final String namespace;
+    private final PodSeal seal;
     private final SharedIndexInformer<Pod> informer;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
     private long generation;
 
-    private PodCache(KubernetesClient client, String namespace, Map<String, String> selector) {
+    private PodCache(KubernetesClient client, String namespace, Map<String, String> selector, PodSeal seal) {
         this.namespace = namespace;
+        this.seal = seal;
         this.informer = client.pods().inNamespace(namespace).withLabels(selector).runnableInformer(0);
         // Keep retrying when the API server cannot be reached (the default is to stop for good after a failed
         // initial list); readiness stays down meanwhile. Only a response that cannot be parsed stops the informer.
@@ -73,10 +80,12 @@ public final class PodCache implements AutoCloseable {
      * @param client    Kubernetes client
      * @param namespace sandbox namespace
      * @param selector  label selector
+     * @param seal      which pods sandboxd made (only those are shown)
      * @return the cache
      */
-    public static PodCache start(KubernetesClient client, String namespace, Map<String, String> selector) {
-        PodCache cache = new PodCache(client, namespace, selector);
+    public static PodCache start(KubernetesClient client, String namespace, Map<String, String> selector,
+                                 PodSeal seal) {
+        PodCache cache = new PodCache(client, namespace, selector, seal);
         cache.informer.start().whenComplete((ignored, error) -> {
             if (error != null) {
                 LOGGER.log(Level.SEVERE, "pod informer for " + selector + " failed to start: " + error.getMessage());
@@ -96,10 +105,26 @@ public final class PodCache implements AutoCloseable {
     }
 
     /**
-     * @return every pod the informer holds
+     * @return every pod the informer holds that sandboxd made
      */
     public List<Pod> pods() {
-        return informer.getStore().list();
+        return informer.getStore().list().stream().filter(seal::isSealed).toList();
+    }
+
+    /**
+     * @return the pods that carry the selector's labels but whose seal does not verify: made by another creator, or
+     *     by a replica that died between creating and sealing them, or sealed with a key no longer in force
+     */
+    public List<Pod> unsealed() {
+        return informer.getStore().list().stream().filter(pod -> !seal.isSealed(pod)).toList();
+    }
+
+    /**
+     * @param pod a pod from this cache
+     * @return the secret its in-pod server demands ({@link PodSeal#secretOf}), or {@code null} if its key is gone
+     */
+    public String secretOf(Pod pod) {
+        return seal.secretOf(pod).orElse(null);
     }
 
     /**
@@ -108,7 +133,8 @@ public final class PodCache implements AutoCloseable {
      *         for pods spread over different ones)
      */
     public List<Pod> inRandomOrder(Predicate<Pod> filter) {
-        List<Pod> pods = new ArrayList<>(informer.getStore().list().stream().filter(filter).toList());
+        List<Pod> pods = new ArrayList<>(informer.getStore().list().stream().filter(filter.and(seal::isSealed))
+                                                 .toList());
         Collections.shuffle(pods);
         return pods;
     }
@@ -118,7 +144,7 @@ public final class PodCache implements AutoCloseable {
      * @return the pod, if the informer holds it
      */
     public Optional<Pod> pod(String name) {
-        return Optional.ofNullable(informer.getStore().getByKey(namespace + "/" + name));
+        return Optional.ofNullable(informer.getStore().getByKey(namespace + "/" + name)).filter(seal::isSealed);
     }
 
     /**

@@ -1,11 +1,17 @@
 package io.sandboxd.kube;
 
+import java.util.Map;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import io.sandboxd.pods.PodSeal;
+import io.sandboxd.pods.SandboxLabels;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
 
 /**
  * The writes sandboxd makes to sandbox pods, each with an explicit outcome. Updates carry the pod's resourceVersion,
@@ -33,25 +39,40 @@ public final class PodWrites {
 
     private final KubernetesClient client;
     private final String namespace;
+    private final PodSeal seal;
 
     /**
      * @param client    Kubernetes client
      * @param namespace sandbox namespace
+     * @param seal      stamps and seals every pod created here
      */
-    public PodWrites(KubernetesClient client, String namespace) {
+    public PodWrites(KubernetesClient client, String namespace, PodSeal seal) {
         this.client = client;
         this.namespace = namespace;
+        this.seal = seal;
     }
 
     /**
-     * Creates a pod.
+     * Creates a pod, {@linkplain PodSeal stamped} before and sealed right after (the seal is bound to the uid the API
+     * server gives it). A pod that cannot be sealed is deleted again: nobody would ever use it.
      *
      * @param pod desired pod
-     * @return the created pod (with its generated name)
-     * @throws KubernetesClientException when the API server refuses
+     * @return the created pod (with its generated name), sealed
+     * @throws KubernetesClientException when the API server refuses the create or the seal
      */
     public Pod create(Pod pod) {
-        return client.pods().inNamespace(namespace).resource(pod).create();
+        Pod created = client.pods().inNamespace(namespace).resource(seal.stamp(pod)).create();
+        String name = created.getMetadata().getName();
+        try {
+            String patch = new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(Map.of("metadata", Map.of("annotations",
+                    Map.of(SandboxLabels.SEAL, seal.sealOf(created)))));
+            return client.pods().inNamespace(namespace).withName(name)
+                    .patch(PatchContext.of(PatchType.JSON_MERGE), patch);
+        } catch (KubernetesClientException | com.fasterxml.jackson.core.JsonProcessingException e) {
+            delete(name);
+            throw e instanceof KubernetesClientException k ? k
+                    : new KubernetesClientException("cannot write the seal of pod " + name, e);
+        }
     }
 
     /**

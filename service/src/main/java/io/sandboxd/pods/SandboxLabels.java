@@ -59,6 +59,9 @@ public final class SandboxLabels {
     /** Annotation: the request that created or claimed the pod. */
     public static final String REQUEST_ANNOTATION = "sandboxd.io/request-id";
 
+    /** Annotation: proof that sandboxd made the pod, bound to its uid ({@link PodSeal}). */
+    public static final String SEAL = "sandboxd.io/seal";
+
     private static final int MAX_LABEL_VALUE = 63;
 
     private SandboxLabels() {

@@ -59,7 +59,7 @@ public final class SnippetPodSpec {
         // What every replica builds alike: not this pod's uid and secret, nor the replica's own address (the gate
         // checks that the replica which created the pod does not answer it).
         this.revision = PodRevision.of(build(null, baseLabels(), Map.of(), false, security.sandboxUids().min(),
-                                     new EnvVar(PodToken.ENV, "", null), security.asAnyReplica()));
+                                     PodToken.unstampedEnvVar(), security.asAnyReplica()));
     }
 
     /**
@@ -128,7 +128,7 @@ public final class SnippetPodSpec {
     private Pod build(String name, Map<String, String> labels, Map<String, String> annotations, boolean session) {
         Map<String, String> withRevision = new LinkedHashMap<>(labels);
         withRevision.put(SandboxLabels.POD_SPEC, revision);
-        return build(name, withRevision, annotations, session, uids.next(), PodToken.freshEnvVar(), security);
+        return build(name, withRevision, annotations, session, uids.next(), PodToken.unstampedEnvVar(), security);
     }
 
     private Pod build(String name, Map<String, String> labels, Map<String, String> annotations, boolean session,

@@ -89,7 +89,7 @@ public final class ToolPodSpec {
         annotations.put(SandboxLabels.PROJECT_ANNOTATION, project);
         annotations.put(SandboxLabels.AGENT_ANNOTATION, agent);
         annotations.put(SandboxLabels.REQUEST_ANNOTATION, requestId);
-        return build(image, labels, annotations, activeDeadline.toSeconds(), uids.next(), PodToken.freshEnvVar(),
+        return build(image, labels, annotations, activeDeadline.toSeconds(), uids.next(), PodToken.unstampedEnvVar(),
                      security, List.of());
     }
 
@@ -104,7 +104,7 @@ public final class ToolPodSpec {
         Map<String, String> labels = baseLabels();
         labels.put(SandboxLabels.STATE, SandboxLabels.STATE_WARM);
         labels.put(SandboxLabels.POD_SPEC, revision(image));
-        return build(image, labels, new LinkedHashMap<>(), null, uids.next(), PodToken.freshEnvVar(), security,
+        return build(image, labels, new LinkedHashMap<>(), null, uids.next(), PodToken.unstampedEnvVar(), security,
                      WARM_POD_ENV);
     }
 
@@ -118,7 +118,7 @@ public final class ToolPodSpec {
             Map<String, String> labels = baseLabels();
             labels.put(SandboxLabels.STATE, SandboxLabels.STATE_WARM);
             return PodRevision.of(build(i, labels, new LinkedHashMap<>(), null, security.sandboxUids().min(),
-                                        new EnvVar(PodToken.ENV, "", null), security.asAnyReplica(), WARM_POD_ENV));
+                                        PodToken.unstampedEnvVar(), security.asAnyReplica(), WARM_POD_ENV));
         });
     }
 

@@ -19,6 +19,8 @@ import io.fabric8.kubernetes.api.model.Pod;
 final class IdlePodCleaner {
 
     private static final Logger LOGGER = Logger.getLogger(IdlePodCleaner.class.getName());
+    /** How long a pod may stay unsealed before the leader deletes it. */
+    static final java.time.Duration UNSEALED_GRACE = java.time.Duration.ofSeconds(30);
 
     private final PodWrites writes;
     private final PoolReconciler.Limits limits;
@@ -73,6 +75,25 @@ final class IdlePodCleaner {
             if (!PodStates.isDeleting(pod) && !PodStates.isLabelledWarm(pod) && !PodStates.isLabelledReserved(pod)
                     && PodStates.claimedAt(pod).plus(limits.orphanedToolPodAfter()).isBefore(now)) {
                 LOGGER.warning("tool pod " + pod.getMetadata().getName() + " outlived any call; deleting");
+                writes.delete(pod.getMetadata().getName());
+            }
+        }
+    }
+
+    /**
+     * Deletes the pods that carry sandboxd's labels but whose seal does not verify, once they are older than the
+     * longest a genuine pod stays unsealed (its creator seals it right after creating it; one that died in between
+     * leaves it unsealed for good). Nothing else ever uses them ({@link io.sandboxd.kube.PodCache} hides them).
+     *
+     * @param unsealed pods whose seal does not verify
+     * @param now      now
+     */
+    void unsealed(List<Pod> unsealed, Instant now) {
+        for (Pod pod : unsealed) {
+            if (!PodStates.isDeleting(pod) && PodStates.createdAt(pod).plus(UNSEALED_GRACE).isBefore(now)) {
+                LOGGER.warning("pod " + pod.getMetadata().getName() + " carries sandboxd's labels but no valid seal"
+                        + " (made by another creator, sealed with a key no longer in force, or left by a replica that"
+                        + " died before sealing it); it is never used: deleting");
                 writes.delete(pod.getMetadata().getName());
             }
         }

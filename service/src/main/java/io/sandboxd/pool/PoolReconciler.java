@@ -249,7 +249,9 @@ public final class PoolReconciler implements AutoCloseable {
         }
         replaceOutdated(pods.outdated());
         cleaner.sessions(pods.sessions(), now);
+        cleaner.unsealed(snippets.unsealed(), now);
         if (tools.synced()) {
+            cleaner.unsealed(tools.unsealed(), now);
             List<Pod> toolPods = tools.pods();
             cleaner.toolPods(toolPods, now);
             warmToolPods.keep(toolPods, now);

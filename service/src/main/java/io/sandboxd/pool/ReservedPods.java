@@ -157,7 +157,7 @@ final class ReservedPods implements AutoCloseable {
             if (serviceable) {
                 recordHandOver(reservation, requestId, project, now);
                 trigger(); // reserve the next one
-                return Optional.of(ClaimedPod.of(current.get(), current.get().getStatus().getPodIP(), true));
+                return Optional.of(ClaimedPod.of(cache, current.get(), current.get().getStatus().getPodIP(), true));
             }
             LOGGER.info("reserved pod " + reservation.name() + " can no longer serve; deleting it");
             Reservation dropped = reservation;

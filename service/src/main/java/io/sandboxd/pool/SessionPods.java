@@ -227,7 +227,7 @@ public final class SessionPods {
             if (touched != null) {
                 String ip = touched.getStatus() != null && touched.getStatus().getPodIP() != null
                         ? touched.getStatus().getPodIP() : ready.get().getStatus().getPodIP();
-                return ClaimedPod.of(ready.get(), ip, false);
+                return ClaimedPod.of(cache, ready.get(), ip, false);
             }
         }
         throw new FailedRun(new Failure.NoWarmPod());

@@ -191,8 +191,8 @@ public final class WarmPool implements AutoCloseable {
                         ? update.pod().getStatus().getPodIP()
                         : pod.getStatus().getPodIP();
                 LOGGER.fine(() -> "claimed pod " + name);
-                // The pod spec (and so its secret) never changes: the cached object carries it too.
-                return Optional.of(ClaimedPod.of(pod, ip, false));
+                // The pod's nonce (and so its secret) never changes: the cached object carries it too.
+                return Optional.of(ClaimedPod.of(cache, pod, ip, false));
             }
             held.letGo(name);
             LOGGER.fine(() -> "claim of pod " + name + ": " + update.outcome());

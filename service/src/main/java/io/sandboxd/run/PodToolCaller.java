@@ -13,7 +13,7 @@ import io.sandboxd.failure.Failure;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
-import io.sandboxd.pods.PodToken;
+
 import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.pool.ClaimedPod;
 import io.sandboxd.pool.WarmToolPods;
@@ -85,8 +85,8 @@ public final class PodToolCaller implements ToolCaller, AutoCloseable {
         String name = created.getMetadata().getName();
         return callIn(name, job, started, false, () -> {
             Pod ready = awaitReady(name, job.image());
-            // The pod's own secret, from the Pod object: the runner answers /call only with it.
-            return new ClaimedPod(name, ready.getStatus().getPodIP(), PodToken.of(ready).orElse(null), false);
+            // The pod's own secret, from the Pod object and the key: the runner answers /call only with it.
+            return ClaimedPod.of(tools, ready, ready.getStatus().getPodIP(), false);
         });
     }
 

@@ -140,7 +140,7 @@ class PodSpecTest {
     }
 
     @Test
-    void everyPodGetsItsOwnSecretOnTheMainContainerOnly() {
+    void everyPodGetsTheVerifierOfItsOwnSecretOnTheMainContainerOnly() {
         SnippetPodSpec snippets = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT);
         ToolPodSpec tools = new ToolPodSpec("cai-sandbox", TestSettings.TOOL, TestSettings.RUNTIME_DEFAULT,
                                             TestSettings.SNIPPET.image());
@@ -152,19 +152,23 @@ class PodSpecTest {
         java.util.Set<String> seen = new java.util.HashSet<>();
         for (Pod pod : pods) {
             Container main = pod.getSpec().getContainers().get(0);
-            String token = env(main, "SANDBOXD_POD_TOKEN");
-            assertTrue(token != null && token.matches("[A-Za-z0-9_-]{43}"), "256 bits, URL-safe base64: " + token);
-            assertEquals(32, java.util.Base64.getUrlDecoder().decode(token).length);
-            assertTrue(seen.add(token), "a fresh secret for every pod, even for the same session");
-            assertEquals(java.util.Optional.of(token), PodToken.of(pod), "read back from the Pod object");
+            assertEquals("", env(main, PodToken.ENV), "empty until the pod is stamped, just before its creation");
+            TestSeal.SEAL.stamp(pod);
+            String verifier = env(main, PodToken.ENV);
+            assertTrue(verifier != null && verifier.matches("[A-Za-z0-9_-]{43}"), "a SHA-256, URL-safe base64: " + verifier);
+            assertTrue(seen.add(verifier), "a fresh secret for every pod, even for the same session");
+            assertEquals(java.util.Optional.of(verifier), PodToken.verifierOf(pod), "read back from the Pod object");
+            String secret = TestSeal.SEAL.secretOf(pod).orElseThrow();
+            assertEquals(verifier, PodSeal.verifier(secret), "the verifier of the secret sandboxd presents");
+            assertFalse(pod.toString().contains(secret), "the secret is nowhere in the pod object");
             assertEquals(1, main.getEnv().stream().filter(e -> e.getName().equals(PodToken.ENV)).count());
             for (Container init : pod.getSpec().getInitContainers()) {
                 assertTrue(init.getEnv() == null || init.getEnv().stream()
                         .noneMatch(e -> e.getName().equals(PodToken.ENV)), "the isolation gate never gets it");
             }
         }
-        assertEquals(java.util.Optional.empty(), PodToken.of(new Pod()));
-        assertEquals(java.util.Optional.empty(), PodToken.of(new io.fabric8.kubernetes.api.model.PodBuilder()
+        assertEquals(java.util.Optional.empty(), PodToken.verifierOf(new Pod()));
+        assertEquals(java.util.Optional.empty(), PodToken.verifierOf(new io.fabric8.kubernetes.api.model.PodBuilder()
                 .withNewSpec().addNewInitContainer().addNewEnv().withName(PodToken.ENV).withValue("x").endEnv()
                 .endInitContainer().addNewContainer().withName("c").endContainer().endSpec().build()),
                 "only main containers count");

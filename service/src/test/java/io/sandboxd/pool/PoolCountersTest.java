@@ -1,5 +1,6 @@
 package io.sandboxd.pool;
 
+import io.sandboxd.pods.TestSeal;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -250,13 +251,13 @@ class PoolCountersTest {
         private boolean closed;
 
         Replica(String id) throws InterruptedException {
-            snippets = PodCache.start(client, NS, SandboxLabels.snippetSelector());
-            tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+            snippets = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL);
+            tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
             awaitSynced(snippets);
             awaitSynced(tools);
             created = PoolRecord.inCluster(client, NS);
             counters = new PoolCounters(snippets, created);
-            PodWrites writes = new PodWrites(client, NS);
+            PodWrites writes = new PodWrites(client, NS, TestSeal.SEAL);
             pool = new WarmPool(snippets, writes, id, Clock.systemUTC(), 0, WarmPoolTest.TIMES, ip -> true, pod -> true);
             reconciler = new PoolReconciler(snippets, tools, writes,
                     new SnippetPodSpec(NS, TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT), counters,

@@ -1,5 +1,7 @@
 package io.sandboxd.pool;
 
+import io.sandboxd.pods.PodSeal;
+import io.sandboxd.pods.TestSeal;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -62,8 +64,8 @@ class SessionPodsTest {
 
     @BeforeEach
     void setUp() throws InterruptedException {
-        cache = PodCache.start(client, NS, SandboxLabels.snippetSelector());
-        tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        cache = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL);
+        tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
         cache.await(() -> cache.synced() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10));
         counters = new PoolCounters();
         sessions = sessions("replica-a", BOUNDS);
@@ -111,7 +113,7 @@ class SessionPodsTest {
         Future<ClaimedPod> run = threads.submit(() -> run(sessions, "proj-a", "conv-t", "req", pod -> pod));
         ClaimedPod claimed = run.get(20, TimeUnit.SECONDS);
         Pod pod = client.pods().inNamespace(NS).withName(claimed.name()).get();
-        assertEquals(PodToken.of(pod).orElseThrow(), claimed.token());
+        assertEquals(PodToken.verifierOf(pod).orElseThrow(), PodSeal.verifier(claimed.token()));
         // A second replica serving the same session reads the same secret from the same Pod object.
         SessionPods other = sessions("replica-b", BOUNDS);
         Future<ClaimedPod> again = threads.submit(() -> run(other, "proj-a", "conv-t", "req-2", p -> p));
@@ -120,7 +122,7 @@ class SessionPodsTest {
 
     @Test
     void runsOfOneSessionTakeTurnsFromClaimToRelease() throws Exception {
-        SessionPods quick = new SessionPods(cache, new PodWrites(client, NS), spec, counters, "replica-a",
+        SessionPods quick = new SessionPods(cache, new PodWrites(client, NS, TestSeal.SEAL), spec, counters, "replica-a",
                                             Clock.systemUTC(), Duration.ofSeconds(10), Duration.ofMillis(300), BOUNDS);
         ClaimedPod first = threads.submit(() -> quick.claim("proj-a", "agent", "conv-turns", "req-1"))
                 .get(20, TimeUnit.SECONDS);
@@ -144,7 +146,7 @@ class SessionPodsTest {
                 .get(SandboxLabels.LAST_USED_AT))).map(p -> true), Duration.ofSeconds(5));
 
         PoolReconciler reconciler = new PoolReconciler(
-                cache, tools, new PodWrites(client, NS), spec, new PoolCounters(),
+                cache, tools, new PodWrites(client, NS, TestSeal.SEAL), spec, new PoolCounters(),
                 PoolReconciler.Limits.of(0, io.sandboxd.TestSettings.BUDGET),
                 "replica-a", Clock.systemUTC());
         try {
@@ -214,7 +216,7 @@ class SessionPodsTest {
         setAnnotation(running, SandboxLabels.LAST_USED_AT, Long.toString(Instant.now().minusSeconds(10).toEpochMilli()));
 
         PoolReconciler reconciler = new PoolReconciler(
-                cache, tools, new PodWrites(client, NS), spec, new PoolCounters(),
+                cache, tools, new PodWrites(client, NS, TestSeal.SEAL), spec, new PoolCounters(),
                 PoolReconciler.Limits.of(0, io.sandboxd.TestSettings.BUDGET),
                 "replica-a", Clock.systemUTC());
         try {
@@ -237,7 +239,7 @@ class SessionPodsTest {
     }
 
     private SessionPods sessions(String replicaId, SessionPods.Bounds bounds) {
-        return new SessionPods(cache, new PodWrites(client, NS), spec, counters, replicaId, Clock.systemUTC(),
+        return new SessionPods(cache, new PodWrites(client, NS, TestSeal.SEAL), spec, counters, replicaId, Clock.systemUTC(),
                                Duration.ofSeconds(10), Duration.ofSeconds(10), bounds);
     }
 

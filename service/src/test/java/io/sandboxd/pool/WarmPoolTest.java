@@ -1,5 +1,7 @@
 package io.sandboxd.pool;
 
+import io.sandboxd.pods.PodSeal;
+import io.sandboxd.pods.TestSeal;
 import io.sandboxd.TestSettings;
 import java.time.Clock;
 import java.time.Duration;
@@ -72,7 +74,7 @@ class WarmPoolTest {
     @Test
     void aStaleResourceVersionIsAConflict() {
         Pod pod = readyWarmPod("sandbox-stale");
-        PodWrites writes = new PodWrites(client, NS);
+        PodWrites writes = new PodWrites(client, NS, TestSeal.SEAL);
         Pod first = new PodBuilder(pod).editMetadata().addToAnnotations("a", "1").endMetadata().build();
         assertEquals(PodWrites.Outcome.UPDATED, writes.updateIfUnchanged(first).outcome());
         Pod second = new PodBuilder(pod).editMetadata().addToAnnotations("b", "2").endMetadata().build();
@@ -141,9 +143,9 @@ class WarmPoolTest {
         Thread.sleep(300);
         readyWarmPod("sandbox-late");
         Object result = waiting.get(10, TimeUnit.SECONDS);
-        String token = PodToken.of(client.pods().inNamespace(NS).withName("sandbox-late").get()).orElseThrow();
+        String token = TestSeal.SEAL.secretOf(client.pods().inNamespace(NS).withName("sandbox-late").get()).orElseThrow();
         assertEquals(new ClaimedPod("sandbox-late", "10.0.0.9", token, false), result,
-                     "a claimed pod carries the secret written into it");
+                     "a claimed pod carries the secret of the pod's nonce");
         assertFalse(result.toString().contains(token), "never printed: " + result);
     }
 
@@ -175,9 +177,8 @@ class WarmPoolTest {
 
     @Test
     void podsThatAreNotReadyOrNotWarmAreNeverHandedOut() throws Exception {
-        client.pods().inNamespace(NS).resource(new PodBuilder(poolPod("sandbox-starting"))
-                                                       .withNewStatus().withPhase("Pending").endStatus().build())
-                .create();
+        new PodWrites(client, NS, TestSeal.SEAL).create(new PodBuilder(poolPod("sandbox-starting"))
+                                                       .withNewStatus().withPhase("Pending").endStatus().build());
         Pod claimed = readyWarmPod("sandbox-claimed");
         client.pods().inNamespace(NS).resource(new PodBuilder(claimed).editMetadata()
                                                        .addToLabels(SandboxLabels.STATE, "claimed").endMetadata()
@@ -201,7 +202,7 @@ class WarmPoolTest {
 
         PodCache cache = cache();
         awaitSynced(cache);
-        WarmPool upgraded = new WarmPool(cache, new PodWrites(client, NS), "replica-new", Clock.systemUTC(), 1, TIMES,
+        WarmPool upgraded = new WarmPool(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-new", Clock.systemUTC(), 1, TIMES,
                                          ip -> true, gvisor::isCurrent);
         pools.add(upgraded);
         upgraded.start();
@@ -211,11 +212,11 @@ class WarmPoolTest {
         assertEquals("warm", state(client.pods().inNamespace(NS).withName("sandbox-old").get()),
                      "neither claimed nor reserved by the new replica");
 
-        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
         caches.add(tools);
         awaitSynced(tools);
         PoolReconciler reconciler = new PoolReconciler(
-                cache, tools, new PodWrites(client, NS), gvisor, new PoolCounters(),
+                cache, tools, new PodWrites(client, NS, TestSeal.SEAL), gvisor, new PoolCounters(),
                 PoolReconciler.Limits.of(2, io.sandboxd.TestSettings.BUDGET),
                 "replica-new", Clock.systemUTC());
         try {
@@ -247,7 +248,7 @@ class WarmPoolTest {
     @Test
     void reconcilerFillsThePoolToItsTargetAndNoFurther() throws Exception {
         PodCache snippets = cache();
-        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
         caches.add(tools);
         PoolCounters counters = new PoolCounters();
         PoolReconciler reconciler = reconciler(snippets, tools, counters,
@@ -292,7 +293,7 @@ class WarmPoolTest {
     @Test
     void aPoolThatFollowsDemandGrowsWithABurstPublishesItsTargetAndShrinksAfterIdle() throws Exception {
         PodCache snippets = cache();
-        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
         caches.add(tools);
         MovableClock clock = new MovableClock();
         PoolCounters counters = new PoolCounters();
@@ -363,7 +364,7 @@ class WarmPoolTest {
 
         ClaimedPod pod = a.claim("req-1", "proj", Duration.ofSeconds(5));
         assertTrue(pod.reachable(), "a reserved pod was probed before it was queued");
-        assertEquals(PodToken.of(client.pods().inNamespace(NS).withName(pod.name()).get()).orElseThrow(), pod.token(),
+        assertEquals(PodToken.verifierOf(client.pods().inNamespace(NS).withName(pod.name()).get()).orElseThrow(), PodSeal.verifier(pod.token()),
                      "a reserved pod carries the secret written into it");
         // The hand-over is recorded after the fact, in the background.
         Pod stored = awaitPod(pod.name(), p -> "claimed".equals(state(p)));
@@ -407,7 +408,7 @@ class WarmPoolTest {
         // Every pod was reserved by the holder, so the asker can only have it from the holder.
         String claimedBy = stored.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY);
         assertTrue(claimedBy.equals("replica-a/reserved") || claimedBy.equals("replica-a/req-a"), claimedBy);
-        assertEquals(PodToken.of(stored).orElseThrow(), pod.token(),
+        assertEquals(PodToken.verifierOf(stored).orElseThrow(), PodSeal.verifier(pod.token()),
                      "a pod passed on between replicas still carries its secret (read from the Pod object)");
         assertNull(stored.getMetadata().getAnnotations().get(SandboxLabels.WANTED_BY));
         assertEquals(1, reservedBy("replica-b"), "the holder keeps the other pod");
@@ -436,7 +437,7 @@ class WarmPoolTest {
         awaitSynced(cache);
         awaitWarm(1);
         // Driven by hand (not started): no background pass runs between the steps.
-        ReservedPods reservations = new ReservedPods(cache, new PodWrites(client, NS), "replica-a", clock, 1, TIMES,
+        ReservedPods reservations = new ReservedPods(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-a", clock, 1, TIMES,
                                                      ip -> true, new HeldPods(),
                                                      pod -> true);
         reservations.maintain();
@@ -469,7 +470,7 @@ class WarmPoolTest {
     void theLeaderCountsReservedPodsAndDeletesReservationsWhoseHolderIsGone() throws Exception {
         MovableClock clock = new MovableClock();
         PodCache snippets = cache();
-        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
         caches.add(tools);
         awaitSynced(snippets);
         awaitSynced(tools);
@@ -501,7 +502,7 @@ class WarmPoolTest {
     void anOvershootIsTrimmedFromWarmPodsNeverFromReservedOnes() throws Exception {
         MovableClock clock = new MovableClock();
         PodCache snippets = cache();
-        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
         caches.add(tools);
         awaitSynced(snippets);
         awaitSynced(tools);
@@ -561,7 +562,7 @@ class WarmPoolTest {
     private PoolReconciler reconciler(PodCache snippets, PodCache tools, PoolCounters counters,
                                       PoolReconciler.Limits limits, Clock clock) {
         return new PoolReconciler(
-                snippets, tools, new PodWrites(client, NS),
+                snippets, tools, new PodWrites(client, NS, TestSeal.SEAL),
                 new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT), counters,
                 limits, "replica-a", clock);
     }
@@ -670,14 +671,14 @@ class WarmPoolTest {
     private WarmPool pool(String replicaId, int reserve, Clock clock) throws InterruptedException {
         PodCache cache = cache();
         awaitSynced(cache);
-        WarmPool pool = new WarmPool(cache, new PodWrites(client, NS), replicaId, clock, reserve, TIMES, ip -> true, pod -> true);
+        WarmPool pool = new WarmPool(cache, new PodWrites(client, NS, TestSeal.SEAL), replicaId, clock, reserve, TIMES, ip -> true, pod -> true);
         pools.add(pool);
         pool.start();
         return pool;
     }
 
     private PodCache cache() {
-        PodCache cache = PodCache.start(client, NS, SandboxLabels.snippetSelector());
+        PodCache cache = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL);
         caches.add(cache);
         return cache;
     }
@@ -702,7 +703,7 @@ class WarmPoolTest {
     }
 
     private Pod readyWarmPod(String name) {
-        Pod created = client.pods().inNamespace(NS).resource(poolPod(name)).create();
+        Pod created = new PodWrites(client, NS, TestSeal.SEAL).create(poolPod(name));
         Pod withStatus = new PodBuilder(created)
                 .withNewStatus()
                     .withPhase("Running")

@@ -1,5 +1,6 @@
 package io.sandboxd.pool;
 
+import io.sandboxd.pods.TestSeal;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -49,9 +50,9 @@ class WarmToolPodsTest {
 
     @BeforeEach
     void setUp() throws InterruptedException {
-        tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
         tools.await(() -> tools.synced() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10));
-        writes = new PodWrites(client, NS);
+        writes = new PodWrites(client, NS, TestSeal.SEAL);
         spec = new ToolPodSpec(NS, TestSettings.TOOL, TestSettings.RUNTIME_DEFAULT, TestSettings.SNIPPET.image());
     }
 

@@ -1,5 +1,6 @@
 package io.sandboxd.run;
 
+import io.sandboxd.pods.TestSeal;
 import java.net.http.HttpClient;
 import java.time.Clock;
 import java.time.Duration;
@@ -13,7 +14,6 @@ import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
-import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.pool.WarmToolPods;
@@ -56,7 +56,7 @@ class PodToolCallerTest {
     @BeforeEach
     void setUp() throws Exception {
         runner = new FakePod();
-        tools = PodCache.start(client, NS, SandboxLabels.toolSelector());
+        tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
         tools.await(() -> tools.synced() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10));
         threads = Executors.newFixedThreadPool(2);
         // stand-in for the kubelet
@@ -85,8 +85,8 @@ class PodToolCallerTest {
     }
 
     private PodToolCaller caller(Duration readyTimeout, List<WarmToolImage> warmImages) {
-        return new PodToolCaller(tools, new PodWrites(client, NS), spec,
-                                 new WarmToolPods(tools, new PodWrites(client, NS), spec, warmImages, "replica-1",
+        return new PodToolCaller(tools, new PodWrites(client, NS, TestSeal.SEAL), spec,
+                                 new WarmToolPods(tools, new PodWrites(client, NS, TestSeal.SEAL), spec, warmImages, "replica-1",
                                                   Clock.systemUTC(), io.sandboxd.pool.PoolTimes.forTools(
                                                           io.sandboxd.TestSettings.BUDGET, 120), ip -> true),
                                  new ToolRunnerClient(HttpClient.newHttpClient(), JSON, 1 << 20, runner.port()),
@@ -113,7 +113,7 @@ class PodToolCallerTest {
     @Test
     void aWarmPodOfTheTokensImageServesTheCallAndNoPodIsCreated() throws Exception {
         runner.answer(200, "{\"result\":7}");
-        Pod warm = client.pods().inNamespace(NS).resource(spec.warmPod("img:1")).create();
+        Pod warm = new PodWrites(client, NS, TestSeal.SEAL).create(spec.warmPod("img:1"));
         String name = warm.getMetadata().getName();
         assertTrue(tools.await(() -> tools.pod(name).filter(p -> p.getStatus() != null
                 && p.getStatus().getPodIP() != null), Duration.ofSeconds(10)).isPresent());
@@ -121,7 +121,7 @@ class PodToolCallerTest {
         assertEquals(name, outcome.sandboxId());
         assertTrue(outcome.warm());
         assertEquals("7", outcome.result().toString());
-        assertEquals("Bearer " + PodToken.of(warm).orElseThrow(), runner.authorization("/call"));
+        assertEquals("Bearer " + TestSeal.SEAL.secretOf(warm).orElseThrow(), runner.authorization("/call"));
         assertNoPodLeft();
     }
 
@@ -151,7 +151,7 @@ class PodToolCallerTest {
             if (fresh == null) {
                 return;
             }
-            startedPodToken = PodToken.of(fresh).orElse(null);
+            startedPodToken = TestSeal.SEAL.secretOf(fresh).orElse(null);
             PodBuilder builder = new PodBuilder(fresh);
             switch (fate) {
             case "Ready" -> builder.withNewStatus().withPhase("Running").withPodIP("127.0.0.1")

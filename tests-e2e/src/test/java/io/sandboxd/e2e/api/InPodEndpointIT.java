@@ -5,6 +5,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.ExecResult;
+import io.sandboxd.e2e.support.PodSecrets;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestPods;
 import io.sandboxd.pods.PodToken;
@@ -54,14 +55,20 @@ class InPodEndpointIT {
         assertEquals(200, opened.status(), opened.toString());
         Pod pod = sessionPod(opened);
         String ip = pod.getStatus().getPodIP();
-        String token = PodToken.of(pod).orElseThrow(() -> new AssertionError("no " + PodToken.ENV + " on " + name(pod)));
+        String verifier = PodToken.verifierOf(pod).orElseThrow(() -> new AssertionError("no " + PodToken.ENV + " on "
+                + name(pod)));
+        String token = PodSecrets.secretOf(sandboxd.k8s(), pod);
 
         JsonNode noSecret = fromIntruder(ip, "POST", "/run", null);
         assertEquals(401, noSecret.path("status").asInt(), "refused without the secret: " + noSecret);
         assertEquals("unauthorized: this endpoint answers only sandboxd", noSecret.path("body").path("error").asText(),
                 noSecret.toString());
-        JsonNode wrongSecret = fromIntruder(ip, "POST", "/run", "Bearer " + PodToken.generate());
-        assertEquals(401, wrongSecret.path("status").asInt(), "refused with another secret: " + wrongSecret);
+        // What any reader of pods sees in the pod object opens nothing (issue 22: it used to be the secret itself).
+        JsonNode readersValue = fromIntruder(ip, "POST", "/run", "Bearer " + verifier);
+        assertEquals(401, readersValue.path("status").asInt(), "refused with the pod object's value: " + readersValue);
+        JsonNode otherPodsSecret = fromIntruder(ip, "POST", "/run", "Bearer " + PodSecrets.secretOf(sandboxd.k8s(),
+                otherSandboxPod(pod)));
+        assertEquals(401, otherPodsSecret.path("status").asInt(), "refused with another pod's secret: " + otherPodsSecret);
         JsonNode otherPath = fromIntruder(ip, "GET", "/nope", null);
         assertEquals(401, otherPath.path("status").asInt(), "only /healthz is open: " + otherPath);
 
@@ -131,12 +138,21 @@ class InPodEndpointIT {
         assertTrue(log.contains("sandbox_executor: listening"), "the executor's own log is there: " + log);
         assertFalse(log.contains(marker), "no forged line in the container log: " + log);
 
-        String token = PodToken.of(pod).orElseThrow();
+        String token = PodSecrets.secretOf(sandboxd.k8s(), pod);
         assertFalse(seen.path("environ").has(PodToken.ENV), "not in the snippet's environment: " + seen);
         assertEquals("PermissionError", seen.path("pid1_environ").asText(), "PID 1's environment is closed to it");
         assertFalse(seen.path("self_environ").asText().contains(PodToken.ENV), seen.toString());
         assertFalse(r.body().contains(token), "the secret appears nowhere in what the snippet saw");
         assertFalse(log.contains(token), "nor in the container log");
+    }
+
+    /** Any other sandbox pod sandboxd made (a warm pool pod): its secret is a valid secret, of the wrong pod. */
+    private static Pod otherSandboxPod(Pod pod) {
+        return sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("sandboxd.io/kind", "snippet")
+                .list().getItems().stream().filter(p -> !name(p).equals(name(pod))
+                        && p.getMetadata().getAnnotations() != null
+                        && p.getMetadata().getAnnotations().containsKey("sandboxd.io/seal"))
+                .findFirst().orElseThrow(() -> new AssertionError("no other sandbox pod"));
     }
 
     private static Pod sessionPod(ApiResponse r) {

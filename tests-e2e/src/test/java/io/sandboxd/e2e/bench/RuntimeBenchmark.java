@@ -14,6 +14,7 @@ import java.util.Set;
 import io.sandboxd.config.ConfigLoader;
 import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.e2e.support.PodSecrets;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.Sandboxd;
@@ -161,6 +162,7 @@ class RuntimeBenchmark {
                 Pod pod = new SnippetPodSpec(ns.namespace(), defaults.snippet(), security).poolPod();
                 pod.getMetadata().setGenerateName(null);
                 pod.getMetadata().setName("start-" + i);
+                PodSecrets.OWN.stamp(pod); // its executor starts only with a verifier
                 long t = System.nanoTime();
                 k8s.pods().inNamespace(ns.namespace()).resource(pod).create();
                 // Polled, not watched: a watch-based wait once missed a pod that was long Ready (under gVisor).

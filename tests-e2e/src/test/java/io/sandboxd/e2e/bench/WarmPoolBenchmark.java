@@ -8,7 +8,7 @@ import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestPods;
 import io.sandboxd.config.ConfigLoader;
 import io.sandboxd.config.SandboxConfig;
-import io.sandboxd.pods.PodToken;
+import io.sandboxd.e2e.support.PodSecrets;
 import io.sandboxd.pods.SnippetPodSpec;
 import org.junit.jupiter.api.Test;
 
@@ -143,11 +143,13 @@ class WarmPoolBenchmark {
                 Pod pod = new SnippetPodSpec(ns.namespace(), config.snippet(), config.security()).poolPod();
                 pod.getMetadata().setGenerateName(null);
                 pod.getMetadata().setName("cold-" + i);
+                pod.getMetadata().setNamespace(ns.namespace());
+                PodSecrets.OWN.stamp(pod);
                 k8s.pods().inNamespace(ns.namespace()).resource(pod).create();
                 Pod ready = k8s.pods().inNamespace(ns.namespace()).withName("cold-" + i).waitUntilReady(120, TimeUnit.SECONDS);
                 HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://" + ready.getStatus().getPodIP() + ":8080/run"))
                         // The executor answers only with the pod's own secret, as sandboxd presents it.
-                        .header("Authorization", "Bearer " + PodToken.of(pod).orElseThrow())
+                        .header("Authorization", "Bearer " + PodSecrets.OWN.secretOf(pod).orElseThrow())
                         .POST(HttpRequest.BodyPublishers.ofString("{\"code\":\"" + CODE + "\",\"timeout_s\":20,\"files\":[]}")).build(),
                         HttpResponse.BodyHandlers.ofString());
                 k8s.pods().inNamespace(ns.namespace()).withName("cold-" + i).withGracePeriod(0).delete();
