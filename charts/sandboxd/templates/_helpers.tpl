@@ -157,12 +157,28 @@ sandboxd/sandbox-strict.json
 {{- end }}
 
 {{/*
+The username sandboxd's requests carry (admission param sandboxdUser): its ServiceAccount's.
+*/}}
+{{- define "sandboxd.username" -}}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "sandboxd.serviceAccountName" .) }}
+{{- end }}
+
+{{/*
+The username the helm-test probe's requests carry (admission param probeUser); empty without the probe.
+*/}}
+{{- define "sandboxd.probeUsername" -}}
+{{- if .Values.probe.enabled }}
+{{- printf "system:serviceaccount:%s:%s" .Release.Namespace (include "sandboxd.probeServiceAccountName" .) }}
+{{- end }}
+{{- end }}
+
+{{/*
 Usernames allowed to create pods in the sandbox namespace (admission param allowedCreators).
 */}}
 {{- define "sandboxd.allowedCreators" -}}
-{{- $creators := list (printf "system:serviceaccount:%s:%s" .Release.Namespace (include "sandboxd.serviceAccountName" .)) }}
+{{- $creators := list (include "sandboxd.username" .) }}
 {{- if .Values.probe.enabled }}
-{{- $creators = append $creators (printf "system:serviceaccount:%s:%s" .Release.Namespace (include "sandboxd.probeServiceAccountName" .)) }}
+{{- $creators = append $creators (include "sandboxd.probeUsername" .) }}
 {{- end }}
 {{- range .Values.admission.extraAllowedCreators }}
 {{- $creators = append $creators . }}
@@ -337,29 +353,50 @@ spec:
 The isolation gate's command for a sandbox of one kind, the same checks sandboxd's
 IsolationGateSettings.arguments() gives its own pods (the chart tests compare the two). The probe's
 copy is best-effort with a shorter wait: it must go on to report the escapes itself.
+(dict "ctx" $ "kind" "snippet"|"tool" "probe" BOOL ["part" "head"|"tail"]): "head" is the command up
+to and with the DNS arguments, "tail" the rest; each sandboxd replica puts its own
+"--closed tcp:<pod IP>:8080" between the two (IsolationGateSettings.ownAddress), which the chart cannot
+know. The admission params carry head and tail, and sandboxd-isolation-gate admits exactly head + tail
+or head + that one pair + tail.
 */}}
 {{- define "sandboxd.isolationGateCommand" -}}
 {{- $v := .ctx.Values -}}
 {{- $gate := $v.isolationGate -}}
 {{- $dnsIP := $v.networkPolicy.dns.serviceIP -}}
 {{- $dns := ternary (printf "[%s]" $dnsIP) $dnsIP (contains ":" $dnsIP) -}}
-{{- $args := list "python3" "/opt/sandboxd/probe/isolation_gate.py" -}}
+{{- $head := list "python3" "/opt/sandboxd/probe/isolation_gate.py" -}}
 {{- if eq .kind "tool" -}}
-{{- $args = concat $args (list "--dns" "kubernetes.default.svc") -}}
+{{- $head = concat $head (list "--dns" "kubernetes.default.svc") -}}
 {{- else if $dnsIP -}}
-{{- $args = concat $args (list "--closed" (printf "udp-dns:%s:53" $dns) "--closed" (printf "tcp-dns:%s:53" $dns)) -}}
+{{- $head = concat $head (list "--closed" (printf "udp-dns:%s:53" $dns) "--closed" (printf "tcp-dns:%s:53" $dns)) -}}
 {{- end -}}
+{{- $tail := list -}}
 {{- range $gate.extraClosed -}}
-{{- $args = concat $args (list "--closed" .) -}}
+{{- $tail = concat $tail (list "--closed" .) -}}
 {{- end -}}
 {{- if $gate.ipv6LinkLocal -}}
-{{- $args = append $args "--ipv6-link-local" -}}
+{{- $tail = append $tail "--ipv6-link-local" -}}
 {{- end -}}
-{{- $args = concat $args (list "--timeout" (toString $gate.attemptTimeoutSeconds)) -}}
+{{- $tail = concat $tail (list "--timeout" (toString $gate.attemptTimeoutSeconds)) -}}
 {{- if .probe -}}
-{{- $args = concat $args (list "--within" "30" "--best-effort") -}}
+{{- $tail = concat $tail (list "--within" "30" "--best-effort") -}}
 {{- else -}}
-{{- $args = concat $args (list "--within" (toString ($gate.withinSeconds | int64))) -}}
+{{- $tail = concat $tail (list "--within" (toString ($gate.withinSeconds | int64))) -}}
 {{- end -}}
-{{- toJson $args -}}
+{{- $part := .part | default "" -}}
+{{- if eq $part "head" -}}
+{{- toJson $head -}}
+{{- else if eq $part "tail" -}}
+{{- toJson $tail -}}
+{{- else -}}
+{{- toJson (concat $head $tail) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The isolation gate's command (same dict as sandboxd.isolationGateCommand) as one string, its elements
+joined by newlines: how the admission params carry it (CEL compares it with command.join('\n')).
+*/}}
+{{- define "sandboxd.isolationGateCommandParam" -}}
+{{- include "sandboxd.isolationGateCommand" . | fromJsonArray | join "\n" -}}
 {{- end -}}

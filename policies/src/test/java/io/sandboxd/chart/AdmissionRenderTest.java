@@ -53,17 +53,29 @@ class AdmissionRenderTest {
   void paramsCarryTheContractDefaults() {
     Map<String, Object> params = DEFAULT.get("ConfigMap", "sandboxd-admission-params");
     assertEquals("cai-sandbox", (Object) at(params, "metadata", "namespace"));
-    assertEquals(Map.of(
-        "maxCpu", "2",
-        "maxMemory", "1Gi",
-        "maxEphemeralStorage", "512Mi",
-        "allowedCreators", "system:serviceaccount:cai-system:sandboxd,system:serviceaccount:cai-system:sandboxd-probe",
-        "allowedVolumeTypes", "emptyDir",
-        "isolationGateImage", "sandboxd.local/snippet-sandbox:dev",
-        "allowedPriorityClasses", "",
-        "sandboxUidMin", "1000000",
-        "sandboxUidMax", "1999999",
-        "runtimeClassName", ""),
+    assertEquals(Map.ofEntries(
+        Map.entry("maxCpu", "2"),
+        Map.entry("maxMemory", "1Gi"),
+        Map.entry("maxEphemeralStorage", "512Mi"),
+        Map.entry("allowedCreators", "system:serviceaccount:cai-system:sandboxd,system:serviceaccount:cai-system:sandboxd-probe"),
+        Map.entry("sandboxdUser", "system:serviceaccount:cai-system:sandboxd"),
+        Map.entry("probeUser", "system:serviceaccount:cai-system:sandboxd-probe"),
+        Map.entry("allowedVolumeTypes", "emptyDir"),
+        Map.entry("isolationGateImage", "sandboxd.local/snippet-sandbox:dev"),
+        Map.entry("isolationGateSnippetHead", "python3\n/opt/sandboxd/probe/isolation_gate.py\n"
+            + "--closed\nudp-dns:10.96.0.10:53\n--closed\ntcp-dns:10.96.0.10:53"),
+        Map.entry("isolationGateSnippetTail", "--ipv6-link-local\n--timeout\n0.5\n--within\n300"),
+        Map.entry("isolationGateProbeSnippet", "python3\n/opt/sandboxd/probe/isolation_gate.py\n"
+            + "--closed\nudp-dns:10.96.0.10:53\n--closed\ntcp-dns:10.96.0.10:53\n"
+            + "--ipv6-link-local\n--timeout\n0.5\n--within\n30\n--best-effort"),
+        Map.entry("isolationGateToolHead", "python3\n/opt/sandboxd/probe/isolation_gate.py\n--dns\nkubernetes.default.svc"),
+        Map.entry("isolationGateToolTail", "--ipv6-link-local\n--timeout\n0.5\n--within\n300"),
+        Map.entry("isolationGateProbeTool", "python3\n/opt/sandboxd/probe/isolation_gate.py\n--dns\nkubernetes.default.svc\n"
+            + "--ipv6-link-local\n--timeout\n0.5\n--within\n30\n--best-effort"),
+        Map.entry("allowedPriorityClasses", ""),
+        Map.entry("sandboxUidMin", "1000000"),
+        Map.entry("sandboxUidMax", "1999999"),
+        Map.entry("runtimeClassName", "")),
         params.get("data"));
     assertEquals(PolicyFiles.defaultParams().get("data"), params.get("data"),
         "the policy tests evaluate with the params the chart renders");
@@ -93,6 +105,19 @@ class AdmissionRenderTest {
     Map<String, Object> data = at(HelmChart.render(values("probe.enabled", false,
         "admission.extraAllowedCreators[0]", "kubernetes-admin")).get("ConfigMap", "sandboxd-admission-params"), "data");
     assertEquals("system:serviceaccount:cai-system:sandboxd,kubernetes-admin", data.get("allowedCreators"));
+    assertEquals("system:serviceaccount:cai-system:sandboxd", data.get("sandboxdUser"), "never an extra creator");
+    assertEquals("", data.get("probeUser"), "no probe, nobody may run the probe's gate");
+  }
+
+  @Test
+  void theUsersFollowTheServiceAccountsAndTheReleaseNamespace() {
+    HelmChart.Rendered rendered = HelmChart.render(values("serviceAccount.name", "sbx", "fullnameOverride", "box",
+        "admission.extraAllowedCreators[0]", "kubernetes-admin"));
+    Map<String, Object> data = at(rendered.get("ConfigMap", "sandboxd-admission-params"), "data");
+    assertEquals("system:serviceaccount:cai-system:sbx", data.get("sandboxdUser"));
+    assertEquals("system:serviceaccount:cai-system:box-probe", data.get("probeUser"));
+    assertEquals(data.get("sandboxdUser") + "," + data.get("probeUser") + ",kubernetes-admin", data.get("allowedCreators"));
+    assertEquals("sbx", (Object) at(rendered.get("Deployment", "box"), "spec", "template", "spec", "serviceAccountName"));
   }
 
   @Test

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.sandboxd.config.DeadlineBudget;
 import io.sandboxd.config.SandboxConfig;
+import io.sandboxd.config.SecuritySettings;
 import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.policies.Yaml;
@@ -26,9 +27,21 @@ final class BuiltPods {
 
   /** @return each kind of pod, by name, built from the application.yaml this render gives sandboxd */
   static Map<String, Map<String, Object>> of(HelmChart.Rendered rendered) {
+    return of(rendered, "");
+  }
+
+  /**
+   * @param ownAddress the building replica's pod IP ({@code SANDBOXD_POD_IP}), which its isolation gates check
+   *                   closed ({@code IsolationGateSettings.ownAddress}); "" for none
+   * @return each kind of pod, by name, built by a replica with this address from the application.yaml of this render
+   */
+  static Map<String, Map<String, Object>> of(HelmChart.Rendered rendered, String ownAddress) {
     SandboxConfig config = ChartDefaultsTest.asSandboxdReadsIt(rendered);
-    SnippetPodSpec snippets = new SnippetPodSpec(config.namespace(), config.snippet(), config.security());
-    ToolPodSpec tools = new ToolPodSpec(config.namespace(), config.tool(), config.security(), config.snippet().image());
+    SecuritySettings read = config.security();
+    SecuritySettings security = new SecuritySettings(read.seccompProfileType(), read.seccompLocalhostProfile(),
+        read.runtimeClassName(), read.isolationGate().withOwnAddress(ownAddress), read.sandboxUids());
+    SnippetPodSpec snippets = new SnippetPodSpec(config.namespace(), config.snippet(), security);
+    ToolPodSpec tools = new ToolPodSpec(config.namespace(), config.tool(), security, config.snippet().image());
     Map<String, Map<String, Object>> pods = new LinkedHashMap<>();
     pods.put("pool pod", map(snippets.poolPod()));
     pods.put("session pod", map(snippets.sessionPod("0123456789abcdef0123456789abcdef", "replica-1/request-1",

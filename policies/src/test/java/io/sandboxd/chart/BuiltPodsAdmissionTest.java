@@ -37,6 +37,41 @@ class BuiltPodsAdmissionTest {
         "sandboxUidRange.min", 3000000, "sandboxUidRange.max", 3000009)));
   }
 
+  /**
+   * The gate command sandboxd's Java writes ({@code IsolationGateSettings.arguments()}, with a replica's own pod IP)
+   * is the one the chart pins in the params ({@code sandboxd.isolationGateCommand}), for default and for changed
+   * gate values: the two cannot drift apart without this test failing.
+   */
+  @Test
+  void theGateSandboxdWritesIsTheOneTheChartPinsWithTheReplicasOwnAddress() {
+    List<Map<String, Object>> valueSets = List.of(Map.of(),
+        values("isolationGate.extraClosed[0]", "tcp:10.0.0.5:443", "isolationGate.extraClosed[1]", "icmp:10.0.0.1",
+            "isolationGate.ipv6LinkLocal", false, "isolationGate.attemptTimeoutSeconds", 2,
+            "isolationGate.withinSeconds", 60),
+        values("networkPolicy.dns.serviceIP", "fd00::a", "isolationGate.attemptTimeoutSeconds", 1),
+        values("networkPolicy.dns.serviceIP", ""));
+    for (Map<String, Object> valueSet : valueSets) {
+      HelmChart.Rendered rendered = HelmChart.render(valueSet);
+      Map<String, Object> params = params(rendered);
+      for (String ownAddress : List.of("10.244.1.7", "fd00:10:244::7", "")) {
+        BuiltPods.of(rendered, ownAddress).forEach((kind, pod) -> {
+          List<String> command = Yaml.at(pod, "spec", "initContainers", 0, "command");
+          assertEquals(!ownAddress.isEmpty(), command.stream().anyMatch(a -> a.startsWith("tcp:") && a.endsWith(":8080")
+              && a.contains(ownAddress)), kind + ": " + command);
+          assertEquals(List.of(), denials(AdmissionRequest.create(pod, PolicyFiles.SANDBOXD_USER), params),
+              kind + " built by the replica at " + ownAddress + " with " + valueSet + ": " + command);
+        });
+      }
+      // The same pods with a gate that waits less, or runs best-effort, are refused under the same render.
+      Map<String, Object> pool = BuiltPods.of(rendered, "10.244.1.7").get("pool pod");
+      List<String> gate = new ArrayList<>(Yaml.at(pool, "spec", "initContainers", 0, "command"));
+      gate.add("--best-effort");
+      ((Map<String, Object>) Yaml.at(pool, "spec", "initContainers", 0)).put("command", gate);
+      assertEquals(List.of("sandboxd-isolation-gate"), denials(AdmissionRequest.create(pool, PolicyFiles.SANDBOXD_USER),
+          params).stream().map(PolicyEvaluator.Denial::policy).toList(), valueSet.toString());
+    }
+  }
+
   @Test
   void theEvaluatorRefusesABuiltPodThatBreaksARule() {
     Map<String, Object> pod = BuiltPods.of(HelmChart.render()).get("tool pod");

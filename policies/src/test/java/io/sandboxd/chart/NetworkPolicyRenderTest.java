@@ -3,6 +3,7 @@ package io.sandboxd.chart;
 import static io.sandboxd.chart.HelmChart.values;
 import static io.sandboxd.policies.Yaml.at;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -21,11 +22,11 @@ class NetworkPolicyRenderTest {
   private static final List<Object> PORT_8080 = List.of(Map.of("protocol", "TCP", "port", 8080L));
   private static final List<String> BLOCKED_V4 = List.of("169.254.0.0/16", "168.63.129.16/32", "10.0.0.0/8",
       "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "127.0.0.0/8", "0.0.0.0/8", "192.0.0.0/24", "198.18.0.0/15",
-      "240.0.0.0/4");
+      "224.0.0.0/4", "240.0.0.0/4");
   // No ::ffff:0:0/96: the API refuses it inside ::/0, and IPv4-mapped traffic leaves as IPv4 anyway.
   // IPv6 ranges: rendered, not proven on the IPv4-only test cluster (SECURITY.md says so).
   private static final List<String> BLOCKED_V6 = List.of("fc00::/7", "fe80::/10", "64:ff9b::/96", "64:ff9b:1::/48",
-      "::1/128");
+      "::1/128", "ff00::/8");
   // Every port but 53: DNS goes to the cluster DNS pods only.
   private static final List<Object> ALL_PORTS_BUT_DNS = List.of(
       Map.of("protocol", "TCP", "port", 1L, "endPort", 52L), Map.of("protocol", "TCP", "port", 54L, "endPort", 65535L),
@@ -70,6 +71,61 @@ class NetworkPolicyRenderTest {
         "podSelector", Map.of("matchLabels", Map.of("k8s-app", "kube-dns")))), egress.get(1).get("to"));
     assertEquals(List.of(Map.of("protocol", "UDP", "port", 53L), Map.of("protocol", "TCP", "port", 53L)),
         egress.get(1).get("ports"));
+  }
+
+  @Test
+  void multicastAndBroadcastAreBlockedAndEveryExceptionIsAStrictSubsetOfItsBlock() {
+    List<Map<String, Object>> to = at(DEFAULT.get("NetworkPolicy", "sandboxd-tool"), "spec", "egress", 0, "to");
+    List<String> v4 = at(to.get(0), "ipBlock", "except");
+    List<String> v6 = at(to.get(1), "ipBlock", "except");
+    // Multicast (mDNS, SSDP, all-nodes), the limited broadcast (inside 240.0.0.0/4) and IPv6 multicast of every scope.
+    for (String address : List.of("224.0.0.1", "224.0.0.251", "239.255.255.250", "255.255.255.255", "240.0.0.1")) {
+      assertTrue(v4.stream().anyMatch(c -> contains(c, address)), address + " is not blocked: " + v4);
+    }
+    for (String address : List.of("ff02::1", "ff02::fb", "ff05::1:3", "ff0e::1")) {
+      assertTrue(v6.stream().anyMatch(c -> contains(c, address)), address + " is not blocked: " + v6);
+    }
+    assertFalse(v4.stream().anyMatch(c -> contains(c, "223.255.255.255")), "the last unicast /8 stays open");
+    // The API accepts an except entry only as a strict subset of its cidr (0.0.0.0/0, ::/0): a longer prefix of
+    // the same family (it refuses ::ffff:0:0/96 in ::/0, which it reads as IPv4).
+    for (String cidr : v4) {
+      assertTrue(prefix(cidr) > 0 && address(cidr).length == 4, cidr);
+    }
+    for (String cidr : v6) {
+      assertTrue(prefix(cidr) > 0 && address(cidr).length == 16, cidr);
+      assertFalse(cidr.startsWith("::ffff:"), cidr);
+    }
+  }
+
+  /** Whether the CIDR (a.b.c.d/n or IPv6) holds this address. */
+  private static boolean contains(String cidr, String address) {
+    byte[] net = address(cidr);
+    byte[] ip = address(address);
+    if (net.length != ip.length) {
+      return false;
+    }
+    int bits = prefix(cidr);
+    for (int i = 0; i < bits; i++) {
+      int mask = 0x80 >> (i % 8);
+      if ((net[i / 8] & mask) != (ip[i / 8] & mask)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static int prefix(String cidr) {
+    return Integer.parseInt(cidr.substring(cidr.indexOf('/') + 1));
+  }
+
+  private static byte[] address(String cidrOrAddress) {
+    String literal = cidrOrAddress.contains("/") ? cidrOrAddress.substring(0, cidrOrAddress.indexOf('/')) : cidrOrAddress;
+    assertTrue(literal.matches("[0-9a-fA-F:.]+"), literal + " is not an address literal");
+    try {
+      return java.net.InetAddress.getByName(literal).getAddress(); // a literal: no lookup
+    } catch (java.net.UnknownHostException e) {
+      throw new AssertionError(literal + " is not an address", e);
+    }
   }
 
   @Test

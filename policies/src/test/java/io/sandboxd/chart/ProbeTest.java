@@ -74,6 +74,37 @@ class ProbeTest {
   }
 
   @Test
+  void theProbesBestEffortGateIsAdmittedFromTheProbeAccountOnly() {
+    HelmChart.Rendered rendered = HelmChart.render(values("isolationGate.extraClosed[0]", "tcp:10.0.0.5:443",
+        "isolationGate.withinSeconds", 120));
+    Map<String, Object> params = rendered.get("ConfigMap", "sandboxd-admission-params");
+    for (Map<String, Object> pod : probePods(rendered)) {
+      assertEquals(List.of(), denials(pod, params), "probe pod " + at(pod, "metadata", "generateName"));
+      List<String> refused = new ArrayList<>();
+      for (AdmissionPolicy policy : PolicyFiles.admissionPolicies()) {
+        EVALUATOR.evaluate(policy, AdmissionRequest.create(pod, PolicyFiles.SANDBOXD_USER), params)
+            .forEach(d -> refused.add(d.policy()));
+      }
+      assertEquals(List.of("sandboxd-isolation-gate"), refused, "sandboxd's account may not run the best-effort gate");
+    }
+  }
+
+  @Test
+  void theProbePodFixtureIsTheChartsSnippetProbePod() {
+    Map<String, Object> rendered = probePods(HelmChart.render()).get(0);
+    Map<String, Object> fixture = Yaml.readFile(PolicyFiles.GOOD_FIXTURES.resolve("probe-pod.yaml"));
+    // What a fixture must differ in (FIXTURES in policies/README.md): its name, no namespace, the sleeping main container.
+    Map<String, Object> metadata = (Map<String, Object>) rendered.get("metadata");
+    metadata.remove("generateName");
+    metadata.remove("namespace");
+    metadata.put("name", "fixture-good-probe-pod");
+    metadata.put("annotations", Map.of(PolicyFiles.REQUEST_USERNAME, PolicyFiles.PROBE_USER));
+    ((Map<String, Object>) at(rendered, "spec", "containers", 0)).put("command",
+        List.of("python3", "-c", "import time; time.sleep(3600)"));
+    assertEquals(rendered, fixture);
+  }
+
+  @Test
   void probeSandboxPodsPassTheRuntimeClassPolicyWithTheParamsTheChartRenders() {
     // The default runtime (no class on the pod, none in the params), and gVisor (the same class on both).
     for (Map<String, Object> values : List.of(Map.<String, Object>of(), values("runtimeClassName", "gvisor"))) {

@@ -4,13 +4,17 @@ import static io.sandboxd.policies.PolicyFiles.ALSO_BREAKS;
 import static io.sandboxd.policies.PolicyFiles.BAD_FIXTURES;
 import static io.sandboxd.policies.PolicyFiles.BREAKS;
 import static io.sandboxd.policies.PolicyFiles.GOOD_FIXTURES;
+import static io.sandboxd.policies.PolicyFiles.OLD_FIXTURES;
+import static io.sandboxd.policies.PolicyFiles.PROBE_USER;
+import static io.sandboxd.policies.PolicyFiles.REQUEST_OLD_OBJECT;
+import static io.sandboxd.policies.PolicyFiles.REQUEST_OPERATION;
 import static io.sandboxd.policies.PolicyFiles.PARAM_PREFIX;
-import static io.sandboxd.policies.PolicyFiles.REQUEST_USERNAME;
 import static io.sandboxd.policies.PolicyFiles.SANDBOXD_USER;
 import static io.sandboxd.policies.PolicyFiles.SNIPPET_IMAGE;
 import static io.sandboxd.policies.PolicyFiles.baseName;
 import static io.sandboxd.policies.PolicyFiles.defaultParams;
 import static io.sandboxd.policies.PolicyFiles.paramsFor;
+import static io.sandboxd.policies.PolicyFiles.requestFor;
 import static io.sandboxd.policies.PolicyFiles.yamlFiles;
 import static io.sandboxd.policies.Yaml.at;
 import static org.junit.jupiter.api.Assertions.assertAll;
@@ -54,6 +58,7 @@ class AdmissionPolicyTest {
       "sandboxd-no-host-access",
       "sandboxd-resource-limits",
       "sandboxd-pod-creators",
+      "sandboxd-pod-identity",
       "sandboxd-volume-types",
       "sandboxd-localhost-seccomp-profile",
       "sandboxd-isolation-gate",
@@ -77,6 +82,15 @@ class AdmissionPolicyTest {
 
   static Stream<Path> badFixtures() {
     return yamlFiles(BAD_FIXTURES).stream();
+  }
+
+  /** The good fixtures that stand for a CREATE by sandboxd's account (no request-* annotations). */
+  static Stream<Path> plainGoodFixtures() {
+    return goodFixtures().filter(f -> PolicyFiles.isPlainCreate(Yaml.readFile(f)));
+  }
+
+  static Stream<Path> oldFixtures() {
+    return yamlFiles(OLD_FIXTURES).stream();
   }
 
   static Stream<AdmissionPolicy> policies() {
@@ -132,7 +146,7 @@ class AdmissionPolicyTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource({"goodFixtures", "badFixtures"})
+  @MethodSource({"goodFixtures", "badFixtures", "oldFixtures"})
   void fixtureIsACompletePodTheE2eSuiteCanCreate(Path fixture) {
     Map<String, Object> pod = Yaml.readFile(fixture);
     assertEquals("v1", pod.get("apiVersion"));
@@ -158,7 +172,30 @@ class AdmissionPolicyTest {
   @MethodSource("goodFixtures")
   void goodFixturePassesEveryPolicy(Path fixture) {
     Map<String, Object> pod = Yaml.readFile(fixture);
-    assertEquals(List.of(), denials(AdmissionRequest.create(pod, SANDBOXD_USER), paramsFor(pod)));
+    assertEquals(List.of(), denials(requestFor(pod), paramsFor(pod)));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource({"goodFixtures", "badFixtures"})
+  void updateFixturesNameTheirOldObject(Path fixture) {
+    Map<String, Object> pod = Yaml.readFile(fixture);
+    String operation = at(pod, "metadata", "annotations", REQUEST_OPERATION);
+    String old = at(pod, "metadata", "annotations", REQUEST_OLD_OBJECT);
+    assertTrue(operation == null || Set.of("CREATE", "UPDATE").contains(operation), operation);
+    assertEquals("UPDATE".equals(operation), old != null, "an UPDATE fixture, and only one, names its old object");
+    if (old != null) {
+      Path file = PolicyFiles.POLICIES.resolve("fixtures").resolve(old).normalize();
+      assertTrue(file.startsWith(PolicyFiles.POLICIES.resolve("fixtures")) && file.toFile().isFile(), old);
+      assertFalse(file.startsWith(BAD_FIXTURES), "an update starts from a pod that exists: " + old);
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("oldFixtures")
+  void everyOldFixtureIsTheOldObjectOfAnUpdateFixture(Path old) {
+    String name = "old/" + old.getFileName();
+    assertTrue(Stream.concat(goodFixtures(), badFixtures()).map(Yaml::readFile)
+        .anyMatch(p -> name.equals(at(p, "metadata", "annotations", REQUEST_OLD_OBJECT))), name + " is used by no fixture");
   }
 
   @ParameterizedTest(name = "{0}")
@@ -173,7 +210,7 @@ class AdmissionPolicyTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource("goodFixtures")
+  @MethodSource("plainGoodFixtures")
   void goodFixtureWithTheConfiguredRuntimeClassPassesEveryPolicy(Path fixture) {
     Map<String, Object> pod = Yaml.readFile(fixture);
     ((Map<String, Object>) at(pod, "spec")).put("runtimeClassName", "gvisor");
@@ -182,7 +219,7 @@ class AdmissionPolicyTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource("goodFixtures")
+  @MethodSource("plainGoodFixtures")
   void goodFixtureIsAdmittedForTheProbeServiceAccountToo(Path fixture) {
     Map<String, Object> pod = Yaml.readFile(fixture);
     assertEquals(List.of(), denials(AdmissionRequest.create(pod, PolicyFiles.PROBE_USER), defaultParams()));
@@ -194,10 +231,7 @@ class AdmissionPolicyTest {
     Map<String, Object> pod = Yaml.readFile(fixture);
     String expected = policyFor(fixture);
     AdmissionPolicy policy = POLICIES.stream().filter(p -> p.name().equals(expected)).findFirst().orElseThrow();
-    String user = at(pod, "metadata", "annotations", REQUEST_USERNAME);
-
-    List<PolicyEvaluator.Denial> all = denials(AdmissionRequest.create(pod, user == null ? SANDBOXD_USER : user),
-        paramsFor(pod));
+    List<PolicyEvaluator.Denial> all = denials(requestFor(pod), paramsFor(pod));
 
     // A fixture may also break the policies its also-breaks annotation names, and no others.
     assertEquals(alsoBreaks(pod), all.stream().map(PolicyEvaluator.Denial::policy)
@@ -222,7 +256,7 @@ class AdmissionPolicyTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource("goodFixtures")
+  @MethodSource("plainGoodFixtures")
   void sandboxdFlippingTheStateLabelIsAdmitted(Path fixture) {
     Map<String, Object> warm = Yaml.readFile(fixture);
     labels(warm).put("app.kubernetes.io/managed-by", "sandboxd");
@@ -235,8 +269,16 @@ class AdmissionPolicyTest {
     annotations(claimed).put("sandboxd.io/claimed-by", "sandboxd-0/req-1");
 
     assertEquals(List.of(), denials(AdmissionRequest.update(warm, claimed, SANDBOXD_USER), defaultParams()));
-    // pod-creators governs CREATE only: an UPDATE by someone else is RBAC's business.
-    assertEquals(List.of(), denials(AdmissionRequest.update(warm, claimed, "kubernetes-admin"), defaultParams()));
+    // Nobody else may change sandboxd's marks (sandboxd-pod-identity), not even an allowed creator ...
+    for (String user : List.of("kubernetes-admin", PROBE_USER)) {
+      assertEquals(List.of("sandboxd-pod-identity"), denials(AdmissionRequest.update(warm, claimed, user), defaultParams())
+          .stream().map(PolicyEvaluator.Denial::policy).toList(), user);
+    }
+    // ... while other labels and annotations stay RBAC's business.
+    Map<String, Object> noted = Yaml.copy(warm);
+    labels(noted).put("team.example/owner", "ops");
+    annotations(noted).put("example.com/note", "checked");
+    assertEquals(List.of(), denials(AdmissionRequest.update(warm, noted, "kubernetes-admin"), defaultParams()));
   }
 
   @Test
@@ -330,10 +372,180 @@ class AdmissionPolicyTest {
   }
 
   @Test
-  void theGateMayTakeAnyArgumentsAfterItsScript() {
-    Map<String, Object> pod = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec", "initContainers", 0))
-        .put("command", List.of("python3", "/opt/sandboxd/probe/isolation_gate.py", "--dns", "kubernetes.default.svc")));
-    assertEquals(List.of(), denials(AdmissionRequest.create(pod, SANDBOXD_USER), defaultParams()));
+  void theGateCommandIsPinnedWholeButForTheReplicasOwnAddress() {
+    List<String> head = PolicyFiles.SNIPPET_GATE_HEAD;
+    List<String> tail = PolicyFiles.GATE_TAIL;
+    // The replica's own pod IP, right after the DNS arguments, IPv4 or bracketed IPv6.
+    for (String own : List.of("tcp:10.244.1.7:8080", "tcp:[fd00:10:244::7]:8080", "tcp:[::ffff:10.0.0.1]:8080")) {
+      assertEquals(List.of(), denials(AdmissionRequest.create(withGate(concat(head, List.of("--closed", own), tail)),
+          SANDBOXD_USER), defaultParams()), own);
+    }
+    List<List<String>> refused = List.of(
+        concat(head, tail, List.of("--best-effort")),
+        concat(head, List.of("--ipv6-link-local", "--timeout", "0.5", "--within", "30", "--best-effort")),
+        concat(head, List.of("--ipv6-link-local", "--timeout", "0.5", "--within", "299")),
+        concat(head, List.of("--ipv6-link-local", "--timeout", "5", "--within", "300")),
+        concat(head, List.of("--timeout", "0.5", "--within", "300")),
+        concat(head.subList(0, 4), tail),
+        concat(head.subList(0, 2), tail),
+        // Elements that join to the pinned string must still be the pinned list.
+        concat(head, List.of("--ipv6-link-local", "--timeout\n0.5", "--within", "300")),
+        // Any other pair, the own pair anywhere else, twice, with another port, or not an address.
+        concat(head, List.of("--closed", "tcp:10.0.0.5:443"), tail),
+        concat(head, List.of("--closed", "icmp:10.244.1.7"), tail),
+        concat(head, tail, List.of("--closed", "tcp:10.244.1.7:8080")),
+        concat(head.subList(0, 2), List.of("--closed", "tcp:10.244.1.7:8080"), head.subList(2, 6), tail),
+        concat(head, List.of("--closed", "tcp:10.244.1.7:8080", "--closed", "tcp:10.244.1.8:8080"), tail),
+        concat(head, List.of("--closed", "tcp:sandboxd.cai-system:8080"), tail),
+        concat(head, List.of("--closed", "tcp:fd00::7:8080"), tail),
+        concat(head, List.of("--closed", "tcp:10.244.1.7:8080", "--best-effort"), tail),
+        concat(head, List.of("--best-effort", "tcp:10.244.1.7:8080"), tail),
+        // The tool pods' command on a snippet pod.
+        concat(PolicyFiles.TOOL_GATE_HEAD, tail),
+        List.of("python3", "/opt/sandboxd/probe/isolation_gate.py"));
+    for (List<String> command : refused) {
+      List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(withGate(command), SANDBOXD_USER),
+          defaultParams());
+      assertEquals(List.of("sandboxd-isolation-gate"), denials.stream().map(PolicyEvaluator.Denial::policy).toList(),
+          command.toString());
+      assertTrue(denials.get(0).message().startsWith("sandbox pods must run the isolation gate with exactly")
+          && !denials.get(0).error(), denials.toString());
+    }
+  }
+
+  @Test
+  void toolPodsHaveTheToolGate() {
+    Map<String, Object> tool = withGate(concat(PolicyFiles.TOOL_GATE_HEAD, List.of("--closed", "tcp:10.244.1.7:8080"),
+        PolicyFiles.GATE_TAIL));
+    labels(tool).put("sandboxd.io/kind", "tool");
+    assertEquals(List.of(), denials(AdmissionRequest.create(tool, SANDBOXD_USER), defaultParams()));
+    for (String kind : List.of("snippet", "other", "")) {
+      labels(tool).put("sandboxd.io/kind", kind);
+      assertEquals(List.of("sandboxd-isolation-gate"), denials(AdmissionRequest.create(tool, SANDBOXD_USER),
+          defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList(), kind);
+    }
+  }
+
+  @Test
+  void onlyTheProbesAccountMayRunTheProbesGateOnItsProbePods() {
+    Map<String, Object> probe = Yaml.readFile(GOOD_FIXTURES.resolve("probe-pod.yaml"));
+    annotations(probe).clear();
+    assertEquals(List.of(), denials(AdmissionRequest.create(probe, PROBE_USER), defaultParams()));
+    Map<String, Object> tool = Yaml.copy(probe);
+    labels(tool).put("sandboxd.io/kind", "tool");
+    ((Map<String, Object>) at(tool, "spec", "initContainers", 0)).put("command",
+        concat(PolicyFiles.TOOL_GATE_HEAD, PolicyFiles.PROBE_GATE_TAIL));
+    assertEquals(List.of(), denials(AdmissionRequest.create(tool, PROBE_USER), defaultParams()));
+
+    // Not from sandboxd's account, nor from another allowed creator.
+    Map<String, Object> extraCreator = paramsWith(data -> data.put("allowedCreators",
+        SANDBOXD_USER + "," + PROBE_USER + ",kubernetes-admin"));
+    for (String user : List.of(SANDBOXD_USER, "kubernetes-admin")) {
+      assertEquals(List.of("sandboxd-isolation-gate"), denials(AdmissionRequest.create(probe, user), extraCreator)
+          .stream().map(PolicyEvaluator.Denial::policy).toList(), user);
+    }
+    // Not on a pod that does not say it is a probe pod, and not once the probe is disabled (no probeUser).
+    Map<String, Object> unlabelled = Yaml.copy(probe);
+    labels(unlabelled).remove("sandboxd.io/probe");
+    assertEquals(List.of("sandboxd-isolation-gate"), denials(AdmissionRequest.create(unlabelled, PROBE_USER),
+        defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList());
+    Map<String, Object> noProbe = paramsWith(data -> data.put("probeUser", ""));
+    assertEquals(List.of("sandboxd-isolation-gate"), denials(AdmissionRequest.create(probe, PROBE_USER), noProbe)
+        .stream().map(PolicyEvaluator.Denial::policy).toList());
+    // The probe's account may still run sandboxd's own gate.
+    assertEquals(List.of(), denials(AdmissionRequest.create(Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml")),
+        PROBE_USER), defaultParams()));
+  }
+
+  @Test
+  void anUpdateKeepsTheGateAndWhatRunsButMayChangeTheDeadline() {
+    Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    // sandboxd shortens a claimed pod's deadline (PoolMarks, SessionPods): admitted.
+    Map<String, Object> deadline = Yaml.copy(pod);
+    ((Map<String, Object>) at(deadline, "spec")).put("activeDeadlineSeconds", 120);
+    assertEquals(List.of(), denials(AdmissionRequest.update(pod, deadline, SANDBOXD_USER), defaultParams()));
+    // The images a pending pod's update can change, and a changed gate command: refused.
+    List<Consumer<Map<String, Object>>> changes = List.of(
+        p -> ((Map<String, Object>) at(p, "spec", "containers", 0)).put("image", "registry.example/other:1"),
+        p -> ((Map<String, Object>) at(p, "spec", "initContainers", 0)).put("image", "registry.example/other:1"),
+        p -> ((List<Object>) at(p, "spec", "initContainers", 0, "command")).add("--best-effort"),
+        p -> ((Map<String, Object>) at(p, "spec", "containers", 0)).put("command", List.of("python3", "-c", "pass")));
+    for (Consumer<Map<String, Object>> change : changes) {
+      Map<String, Object> changed = Yaml.copy(pod);
+      change.accept(changed);
+      List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.update(pod, changed, SANDBOXD_USER), defaultParams());
+      assertEquals(List.of("sandboxd-isolation-gate"), denials.stream().map(PolicyEvaluator.Denial::policy).toList());
+      assertTrue(denials.get(0).message().startsWith("sandbox pods must keep their init containers"), denials.toString());
+    }
+    // Params without the gate commands block creations, not updates of existing pods.
+    Map<String, Object> bare = paramsWith(data -> data.keySet().removeIf(k -> k.startsWith("isolationGate")));
+    Map<String, Object> claimed = Yaml.copy(pod);
+    labels(claimed).put("team.example/owner", "ops");
+    assertEquals(List.of(), denials(AdmissionRequest.update(pod, claimed, SANDBOXD_USER), bare));
+    List<PolicyEvaluator.Denial> creation = denials(AdmissionRequest.create(pod, SANDBOXD_USER), bare);
+    assertEquals(1, creation.size(), creation.toString());
+    assertTrue(creation.get(0).message().startsWith("the sandboxd-admission-params ConfigMap"), creation.toString());
+  }
+
+  @Test
+  void onlySandboxdMarksPodsAsItsOwn() {
+    Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    // On creation: managed-by sandboxd, any sandboxd.io/ label but kind and probe, any sandboxd.io/ annotation.
+    List<Consumer<Map<String, Object>>> marks = List.of(
+        p -> labels(p).put("app.kubernetes.io/managed-by", "sandboxd"),
+        p -> labels(p).put("sandboxd.io/state", "warm"),
+        p -> labels(p).put("sandboxd.io/session", "0123"),
+        p -> labels(p).put("sandboxd.io/pod-spec", "r1"),
+        p -> annotations(p).put("sandboxd.io/claimed-by", "sandboxd-0/req-1"),
+        p -> annotations(p).put("sandboxd.io/anything", "x"));
+    for (Consumer<Map<String, Object>> mark : marks) {
+      Map<String, Object> marked = Yaml.copy(pod);
+      mark.accept(marked);
+      assertEquals(List.of(), denials(AdmissionRequest.create(marked, SANDBOXD_USER), defaultParams()));
+      assertEquals(List.of("sandboxd-pod-identity"), denials(AdmissionRequest.create(marked, PROBE_USER), defaultParams())
+          .stream().map(PolicyEvaluator.Denial::policy).toList(), marked.get("metadata").toString());
+    }
+    // Free for everyone: sandboxd.io/kind, sandboxd.io/probe, another managed-by, look-alike prefixes.
+    Map<String, Object> free = Yaml.copy(pod);
+    labels(free).putAll(Map.of("sandboxd.io/probe", "true", "app.kubernetes.io/managed-by", "sandboxd-probe",
+        "example.sandboxd.io/x", "y"));
+    annotations(free).put("fixtures.sandboxd.io/note", "x");
+    assertEquals(List.of(), denials(AdmissionRequest.create(free, PROBE_USER), defaultParams()));
+
+    // On update, by anyone else: no mark added, changed or removed, the kind label included.
+    Map<String, Object> warm = Yaml.copy(pod);
+    labels(warm).putAll(Map.of("app.kubernetes.io/managed-by", "sandboxd", "sandboxd.io/state", "warm"));
+    annotations(warm).put("sandboxd.io/reserved-until", "2030-01-01T00:00:00Z");
+    List<Consumer<Map<String, Object>>> changes = List.of(
+        p -> labels(p).put("sandboxd.io/kind", "tool"),
+        p -> labels(p).remove("sandboxd.io/state"),
+        p -> labels(p).put("sandboxd.io/state", "claimed"),
+        p -> labels(p).remove("app.kubernetes.io/managed-by"),
+        p -> labels(p).put("sandboxd.io/probe", "true"),
+        p -> annotations(p).remove("sandboxd.io/reserved-until"),
+        p -> annotations(p).put("sandboxd.io/claimed-by", "intruder/req"));
+    for (Consumer<Map<String, Object>> change : changes) {
+      Map<String, Object> changed = Yaml.copy(warm);
+      change.accept(changed);
+      assertEquals(List.of(), denials(AdmissionRequest.update(warm, changed, SANDBOXD_USER), defaultParams()));
+      assertEquals(List.of("sandboxd-pod-identity"), denials(AdmissionRequest.update(warm, changed, "kubernetes-admin"),
+          defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList(), changed.get("metadata").toString());
+    }
+    // A look-alike made by relabelling a probe pod: refused too.
+    Map<String, Object> probe = Yaml.readFile(GOOD_FIXTURES.resolve("probe-pod.yaml"));
+    Map<String, Object> relabelled = Yaml.copy(probe);
+    labels(relabelled).put("app.kubernetes.io/managed-by", "sandboxd");
+    assertEquals(List.of("sandboxd-pod-identity"), denials(AdmissionRequest.update(probe, relabelled, PROBE_USER),
+        defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList());
+  }
+
+  @Test
+  void podIdentityDeniesWhenTheParamsLackSandboxdsUser() {
+    Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(pod, SANDBOXD_USER),
+        paramsWith(data -> data.remove("sandboxdUser")));
+    assertEquals(List.of("sandboxd-pod-identity"), denials.stream().map(PolicyEvaluator.Denial::policy).toList());
+    assertTrue(denials.get(0).message().startsWith("the sandboxd-admission-params ConfigMap"), denials.toString());
   }
 
   @Test
@@ -580,6 +792,17 @@ class AdmissionPolicyTest {
           && denials.get(0).message().contains("sandboxUidMin"), denials.toString());
       assertFalse(denials.get(0).error(), denials.toString());
     }
+  }
+
+  /** good/minimal.yaml with this isolation gate command. */
+  private static Map<String, Object> withGate(List<String> command) {
+    return mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec", "initContainers", 0))
+        .put("command", new ArrayList<>(command)));
+  }
+
+  @SafeVarargs
+  private static List<String> concat(List<String>... parts) {
+    return Arrays.stream(parts).flatMap(List::stream).toList();
   }
 
   /** good/minimal.yaml with this spec.runtimeClassName. */

@@ -1,5 +1,6 @@
 package io.sandboxd.config;
 
+import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -85,8 +86,16 @@ public record IsolationGateSettings(String clusterDnsIp, String ownAddress, List
         if (ipv6LinkLocal) {
             args.add("--ipv6-link-local");
         }
-        args.addAll(List.of("--timeout", Double.toString(attemptTimeoutSeconds), "--within", Integer.toString(withinSeconds)));
+        args.addAll(List.of("--timeout", seconds(attemptTimeoutSeconds), "--within", Integer.toString(withinSeconds)));
         return args;
+    }
+
+    /**
+     * The shortest decimal form, as the chart's helper writes the value ({@code toString}: 2 is "2", not "2.0"): the
+     * admission policy sandboxd-isolation-gate pins the gate's command to what the chart renders.
+     */
+    static String seconds(double value) {
+        return BigDecimal.valueOf(value).stripTrailingZeros().toPlainString();
     }
 
     private static String hostPort(String host, int port) {
