@@ -10,6 +10,9 @@ group, and fork twice so its daemon is no longer our descendant. Two measures cl
   a developer's machine) that same sweep would kill unrelated processes of the user, so there it is
   limited to the executor's own descendants.
 
+A process that hides behind a zombie thread-group leader (the leader called exit(2), a thread lives
+on) is live too: the sweep looks at its threads, not at the leader alone.
+
 A session keeps its interpreter between runs, so its sweeps spare that one process (`keep`): what a
 session run started dies when the run ends, the interpreter and its variables live on.
 """
@@ -73,7 +76,7 @@ def leftover_pids(keep=None):
             continue  # exited meanwhile
         # The command name may hold spaces and parentheses: the fields follow the last ')'.
         state, ppid = stat[stat.rindex(b")") + 2:].split()[:2]
-        if state == b"Z":
+        if state == b"Z" and not has_live_thread(pid):
             continue
         children.setdefault(int(ppid), []).append(pid)
         if sweep_whole_uid and uid == os.getuid():
@@ -86,6 +89,25 @@ def leftover_pids(keep=None):
     candidates.discard(me)
     candidates.discard(keep)
     return candidates
+
+
+def has_live_thread(pid):
+    """Whether a process whose /proc entry shows a zombie still runs: its thread-group leader exited
+    (exit(2), not exit_group) and another thread of it lives on. /proc/<pid>/stat shows the leader
+    only; SIGKILL to the pid still ends the whole group."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as stat_file:
+                stat = stat_file.read()
+        except OSError:
+            continue
+        if stat[stat.rindex(b")") + 2:].split()[0] != b"Z":
+            return True
+    return False
 
 
 def real_uid(pid):

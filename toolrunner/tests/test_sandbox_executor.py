@@ -315,6 +315,40 @@ threading.Thread(target=later, daemon=True).start()
     assert not process_alive(int(reply["stdout"])), "a process started between runs was left running"
 
 
+def test_a_process_hiding_behind_a_zombie_leader_dies_with_its_session_run(start_executor):
+    """Issue 22: a process whose thread-group leader exited (it shows as a zombie) while a thread of
+    it lives on, in a new session, double-forked, every catchable signal blocked, kept beating into
+    the session's next run. The sweep must see through the zombie leader to the live thread."""
+    server = start_executor(SANDBOX_SESSION="true")
+    code = """
+import ctypes, os, signal, threading, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+        def beat():
+            while True:
+                with open('beats', 'a') as f:
+                    f.write('.')
+                time.sleep(0.05)
+        threading.Thread(target=beat).start()
+        open('hidden.pid', 'w').write(str(os.getpid()))
+        ctypes.CDLL(None).syscall(60, 0)  # exit(2): only this thread, the leader; not exit_group
+    os._exit(0)
+time.sleep(0.5)
+"""
+    status, reply = server.post("/run", {"code": code, "timeout_s": 5})
+    assert (status, reply["exit_code"]) == (200, 0), reply
+    status, reply = server.post("/run", {"code": "import os, time\n"
+                                         "a = os.path.getsize('beats'); time.sleep(0.6)\n"
+                                         "print(a, os.path.getsize('beats'), open('hidden.pid').read())",
+                                         "timeout_s": 5})
+    assert status == 200, reply
+    before, after, pid = reply["stdout"].split()
+    assert int(before) > 0, "the hidden process did beat during its own run: " + reply["stdout"]
+    assert before == after, f"process {pid} still beats in the next run: {before} -> {after} beats"
+
+
 def test_session_timeout_gives_a_fresh_interpreter_and_says_so(start_executor):
     server = start_executor(SANDBOX_SESSION="true")
     server.post("/run", {"code": "x = 1\nimport subprocess\n"
