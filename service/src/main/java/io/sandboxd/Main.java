@@ -65,7 +65,7 @@ public final class Main {
         ClusterSandboxes cluster = new ClusterSandboxes(client, sandbox, budget, replicaId);
         TokenVerifier verifier = new TokenVerifier(KeyDirectory.watching(sandbox.tokens().keysDir()),
                                                    sandbox.tokens().audience(), sandbox.tokens().issuer(),
-                                                   java.time.Clock.systemUTC());
+                                                   sandbox.tokens().maxLifetime(), java.time.Clock.systemUTC());
         InFlightRequests inFlight = new InFlightRequests();
         ApiComponents components = new ApiComponents(new ProjectAuthenticator(verifier),
                                                      cluster.snippetRunner(),

@@ -60,6 +60,7 @@ class SandboxdConfigTest {
           keysDir: /etc/sandboxd/keys
           audience: sandboxd
           issuer: ""
+          maxLifetimeSeconds: 86400
         podSeal:
           keysDir: /etc/sandboxd/seal
         lifecycle: {shutdownDelaySeconds: 5, reservationHoldSeconds: 120}
@@ -123,7 +124,8 @@ class SandboxdConfigTest {
         "isolationGate.withinSeconds", 60,
         "seccomp.profileType", "Localhost",
         "tokens.audience", "sandboxd-prod",
-        "tokens.issuer", "https://control-plane.example")));
+        "tokens.issuer", "https://control-plane.example",
+        "tokens.maxLifetimeSeconds", 3600)));
     assertEquals("sandboxes", (Object) at(config, "sandbox", "namespace"));
     assertEquals("registry.example/snippet:1.2.3", (Object) at(config, "sandbox", "snippet", "image"));
     assertEquals(5L, (Object) at(config, "sandbox", "snippet", "poolTarget"));
@@ -150,7 +152,7 @@ class SandboxdConfigTest {
         "isolationGate", Map.of("clusterDnsIp", "fd00::a", "extraClosed", List.of("tcp:10.0.0.5:443"),
             "ipv6LinkLocal", false, "attemptTimeoutSeconds", 2L, "withinSeconds", 60L)), at(config, "sandbox", "security"));
     assertEquals(Map.of("keysDir", "/etc/sandboxd/keys", "audience", "sandboxd-prod",
-        "issuer", "https://control-plane.example"), at(config, "sandbox", "tokens"));
+        "issuer", "https://control-plane.example", "maxLifetimeSeconds", 3600L), at(config, "sandbox", "tokens"));
   }
 
   @Test

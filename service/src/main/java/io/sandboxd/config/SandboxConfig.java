@@ -67,6 +67,7 @@ public record SandboxConfig(String namespace,
         require(tool.maxResponseBytes() >= 1024, "sandbox.tool.maxResponseBytes must be at least 1024");
         require(s.maxRequestBytes() >= 1024, "sandbox.snippet.maxRequestBytes must be at least 1024");
         require(!tokens.audience().isBlank(), "sandbox.tokens.audience must not be empty");
+        require(tokens.maxLifetime().toSeconds() >= 60, "sandbox.tokens.maxLifetimeSeconds must be at least 60");
         requestBodies.validate();
         lifecycle.validate();
         require(s.sessionMaxLifetimeSeconds() >= 1, "sandbox.snippet.sessionMaxLifetimeSeconds must be at least 1");

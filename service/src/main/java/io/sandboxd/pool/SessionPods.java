@@ -104,7 +104,9 @@ public final class SessionPods {
     }
 
     /**
-     * Label-safe key of a session: SHA-256 over project and session id, 32 hex characters.
+     * Label-safe key of a session: SHA-256 over the project's length, the project and the session id, 32 hex
+     * characters. The length prefix makes the key injective: a token's project claim may hold any character, so no
+     * separator could keep ("a\0b", "c") and ("a", "b\0c") apart.
      *
      * @param project   project from the token
      * @param sessionId session id from the request
@@ -113,8 +115,9 @@ public final class SessionPods {
     public static String sessionHash(String project, String sessionId) {
         try {
             MessageDigest digest = MessageDigest.getInstance("SHA-256");
-            digest.update(project.getBytes(StandardCharsets.UTF_8));
-            digest.update((byte) 0);
+            byte[] projectBytes = project.getBytes(StandardCharsets.UTF_8);
+            digest.update(java.nio.ByteBuffer.allocate(Integer.BYTES).putInt(projectBytes.length).array());
+            digest.update(projectBytes);
             digest.update(sessionId.getBytes(StandardCharsets.UTF_8));
             return HexFormat.of().formatHex(digest.digest()).substring(0, 32);
         } catch (NoSuchAlgorithmException e) {

@@ -31,6 +31,8 @@ public final class TokenRejected extends Exception {
         NOT_YET_VALID,
         /** No exp claim. */
         MISSING_EXPIRY,
+        /** exp further ahead than the maximum lifetime. */
+        TOO_LONG,
         /** aud does not include the configured audience. */
         WRONG_AUDIENCE,
         /** iss differs from the configured issuer. */
@@ -90,6 +92,11 @@ public final class TokenRejected extends Exception {
     static TokenRejected notYetValid() {
         return new TokenRejected(Reason.NOT_YET_VALID, "project token is not valid yet: check the clocks of the "
                 + "control plane and the cluster, or " + REDEPLOY);
+    }
+
+    static TokenRejected tooLong(java.time.Duration maxLifetime) {
+        return new TokenRejected(Reason.TOO_LONG, "project token is valid for longer than sandboxd accepts (at most "
+                + maxLifetime.toSeconds() + " s from its issue, chart value tokens.maxLifetimeSeconds): " + REDEPLOY);
     }
 
     static TokenRejected missingExpiry() {

@@ -2,6 +2,8 @@ package io.sandboxd.tokens;
 
 import java.security.Key;
 import java.time.Clock;
+import java.time.Instant;
+import java.time.Duration;
 import java.util.Base64;
 import java.util.Date;
 import java.util.Set;
@@ -31,9 +33,14 @@ public final class TokenVerifier {
     private static final long CLOCK_SKEW_SECONDS = 30;
     private static final ObjectMapper JSON = new ObjectMapper();
 
+    /** The longest a token may be valid for (chart {@code tokens.maxLifetimeSeconds}): 24 h. */
+    public static final Duration DEFAULT_MAX_LIFETIME = Duration.ofHours(24);
+
     private final KeyDirectory keys;
     private final String audience;
     private final String issuer;
+    private final Duration maxLifetime;
+    private final Clock clock;
     private final JwtParser parser;
 
     /**
@@ -43,9 +50,23 @@ public final class TokenVerifier {
      * @param clock    clock
      */
     public TokenVerifier(KeyDirectory keys, String audience, String issuer, Clock clock) {
+        this(keys, audience, issuer, DEFAULT_MAX_LIFETIME, clock);
+    }
+
+    /**
+     * @param keys        verification keys
+     * @param audience    audience a token must include
+     * @param issuer      required issuer, or empty for "not checked"
+     * @param maxLifetime the longest a token may be valid for: a later {@code exp} (from now, or from its {@code iat})
+     *                    is refused, so a leaked token cannot be one that never expires
+     * @param clock       clock
+     */
+    public TokenVerifier(KeyDirectory keys, String audience, String issuer, Duration maxLifetime, Clock clock) {
         this.keys = keys;
         this.audience = audience;
         this.issuer = issuer == null ? "" : issuer;
+        this.maxLifetime = maxLifetime;
+        this.clock = clock;
         this.parser = Jwts.parser()
                 .keyLocator(new KeyLocator())
                 .clock(() -> Date.from(clock.instant()))
@@ -84,6 +105,12 @@ public final class TokenVerifier {
         }
         if (claims.getExpiration() == null) {
             throw TokenRejected.missingExpiry();
+        }
+        Instant expires = claims.getExpiration().toInstant();
+        Instant from = claims.getIssuedAt() == null ? clock.instant()
+                : java.util.Collections.min(java.util.List.of(claims.getIssuedAt().toInstant(), clock.instant()));
+        if (expires.isAfter(from.plus(maxLifetime).plusSeconds(CLOCK_SKEW_SECONDS))) {
+            throw TokenRejected.tooLong(maxLifetime);
         }
         Set<String> aud = claims.getAudience();
         if (aud == null || !aud.contains(audience)) {

@@ -235,6 +235,8 @@ class SessionPodsTest {
         assertEquals(32, SessionPods.sessionHash("p", "s").length());
         assertNotEquals(SessionPods.sessionHash("p", "s"), SessionPods.sessionHash("q", "s"));
         assertNotEquals(SessionPods.sessionHash("ab", "c"), SessionPods.sessionHash("a", "bc"));
+        // Issue 22: a project claim may hold the old separator (NUL); the key stays injective.
+        assertNotEquals(SessionPods.sessionHash("a\0b", "c"), SessionPods.sessionHash("a", "b\0c"));
         assertTrue(List.of(SessionPods.sessionHash("p", "s")).get(0).matches("[0-9a-f]{32}"));
     }
 

@@ -64,6 +64,23 @@ class TokenVerifierTest {
     }
 
     @Test
+    void rejectsATokenValidForLongerThanTheMaximumLifetime() throws TokenRejected {
+        TokenMinter minter = new TokenMinter(ec.getPrivate(), "cp-1", clock);
+        String year = minter.mint("p", "a", IMAGE, "sandboxd", Duration.ofDays(365), null);
+        TokenRejected e = assertThrows(TokenRejected.class, () -> verifier.verify(year));
+        assertEquals(TokenRejected.Reason.TOO_LONG, e.reason());
+        assertEquals("project token is valid for longer than sandboxd accepts (at most 86400 s from its issue, chart "
+                + "value tokens.maxLifetimeSeconds): " + REDEPLOY, e.getMessage());
+        // The default maximum itself passes; a shorter one configured refuses what it exceeds.
+        assertEquals("p", verifier.verify(minter.mint("p", "a", IMAGE, "sandboxd", Duration.ofHours(24), null))
+                .project());
+        TokenVerifier hourly = new TokenVerifier(new KeyDirectory(keysDir, clock, Duration.ofSeconds(2)), "sandboxd",
+                                                 "", Duration.ofHours(1), clock);
+        assertEquals(TokenRejected.Reason.TOO_LONG, assertThrows(TokenRejected.class, () -> hourly.verify(
+                minter.mint("p", "a", IMAGE, "sandboxd", Duration.ofHours(2), null))).reason());
+    }
+
+    @Test
     void rejectsAnExpiredToken() {
         String token = new TokenMinter(ec.getPrivate(), "cp-1", clock)
                 .mint("p", "a", IMAGE, "sandboxd", Duration.ofMinutes(-5), null);

@@ -84,6 +84,7 @@ class LookAlikePodIT {
     @Test
     void anotherCreatorCannotPutSandboxdsMarksOnAPod() {
         Pod lookAlike = lookAlike();
+        awaitIdentityRuleInForce(lookAlike);
         KubernetesClientException refused = assertThrows(KubernetesClientException.class, () -> probeAccount.pods()
                 .inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(lookAlike).create());
         assertEquals(403, refused.getCode(), refused.getMessage());
@@ -156,7 +157,23 @@ class LookAlikePodIT {
             binding.getMetadata().setManagedFields(null);
             admin.admissionRegistration().v1().validatingAdmissionPolicyBindings().resource(binding).createOr(
                     op -> op.update());
+            awaitIdentityRuleInForce(lookAlike());
         }
+    }
+
+    /**
+     * The API server picks a binding up from its informer, a moment after it is written: waits (dry runs, nothing
+     * stored) until the probe account's look-alike is refused by the identity rule again.
+     */
+    private static void awaitIdentityRuleInForce(Pod lookAlike) {
+        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500)).until(() -> {
+            try {
+                probeAccount.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(lookAlike).dryRun().create();
+                return false;
+            } catch (KubernetesClientException e) {
+                return e.getCode() == 403 && e.getMessage().contains(IDENTITY_POLICY);
+            }
+        });
     }
 
     /** A copy of a live pool pod sandboxd made, with its labels and annotations (seal included) and a forger. */

@@ -57,6 +57,20 @@ class TokensIT {
         assertUnauthorized(sandboxd.post("/v1/execute", SNIPPET, expired));
     }
 
+    /** Issue 22: a token valid for longer than tokens.maxLifetimeSeconds (24 h by default) is refused, saying so. */
+    @Test
+    void aTokenValidForAYearIs401SayingSo() {
+        String year = sandboxd.minter().mint("e2e-project", "e2e-agent", Sandboxd.AGENT_IMAGE,
+                TokenMinter.DEFAULT_AUDIENCE, Duration.ofDays(365), null);
+        ApiResponse r = sandboxd.post("/v1/execute", SNIPPET, year);
+        assertUnauthorized(r);
+        assertTrue(r.error().contains("valid for longer than sandboxd accepts (at most 86400 s"), r.toString());
+        // Positive control: the same token for a day passes.
+        String day = sandboxd.minter().mint("e2e-project", "e2e-agent", Sandboxd.AGENT_IMAGE,
+                TokenMinter.DEFAULT_AUDIENCE, Duration.ofHours(23), null);
+        assertEquals(200, sandboxd.post("/v1/execute", SNIPPET, day).status());
+    }
+
     @Test
     void wrongAudienceIs401() {
         String other = sandboxd.minter().mint("e2e-project", "e2e-agent", Sandboxd.AGENT_IMAGE,

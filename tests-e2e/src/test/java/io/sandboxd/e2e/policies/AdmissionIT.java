@@ -59,6 +59,12 @@ class AdmissionIT {
     private static final String BREAKS = "fixtures.sandboxd.io/breaks";
     private static final String ALSO_BREAKS = "fixtures.sandboxd.io/also-breaks";
     private static final String PARAM_PREFIX = "fixtures.sandboxd.io/param-";
+    private static final String REQUEST_USERNAME = "fixtures.sandboxd.io/request-username";
+    private static final String REQUEST_GROUPS = "fixtures.sandboxd.io/request-groups";
+    private static final String REQUEST_OPERATION = "fixtures.sandboxd.io/request-operation";
+    private static final String REQUEST_OLD_OBJECT = "fixtures.sandboxd.io/request-old-object";
+    private static final String SANDBOXD_USER = "system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":sandboxd";
+    private static final Map<String, KubernetesClient> requesters = new java.util.concurrent.ConcurrentHashMap<>();
     private static final String ABSENT_HANDLER = "sandboxd-e2e-absent";
     /** The snippet image the fixtures name: the chart's default. */
     private static final String FIXTURE_SNIPPET_IMAGE = "sandboxd.local/snippet-sandbox:dev";
@@ -84,6 +90,7 @@ class AdmissionIT {
     static void restore() {
         setPodSecurity("restricted");
         asSandboxd.close();
+        requesters.values().forEach(KubernetesClient::close);
         for (String name : createdRuntimeClasses) {
             admin.resources(RuntimeClass.class).withName(name).delete();
         }
@@ -113,10 +120,9 @@ class AdmissionIT {
                     expected.add(policyNamed("sandboxd-volume-types"));
                 }
                 assertTrue(policy.getMetadata().getName().equals(pod.getMetadata().getAnnotations().get(BREAKS)), name);
-                // The unlisted-creator fixture is a good pod created by a user that may not create pods;
-                // every other one is sent as sandboxd itself.
-                KubernetesClient creator = name.startsWith("sandboxd-pod-creators") ? admin : asSandboxd;
-                KubernetesClientException e = assertThrows(KubernetesClientException.class, () -> dryRunCreate(creator, pod),
+                // Sent as the fixture's requester (fixtures.sandboxd.io/request-*), sandboxd itself unless it names
+                // another; an update fixture as an update of its old object.
+                KubernetesClientException e = assertThrows(KubernetesClientException.class, () -> dryRunSend(fixture),
                         name + " must be rejected");
                 String message = message(e);
                 assertTrue(expected.stream().anyMatch(p -> deniedBy(p, message)),
@@ -130,7 +136,12 @@ class AdmissionIT {
     @TestFactory
     Stream<DynamicTest> everyGoodFixtureIsAdmitted() throws IOException {
         return list(FIXTURES.resolve("good")).stream().map(fixture -> DynamicTest.dynamicTest(fixture.getFileName().toString(), () -> {
-            Pod created = create(asSandboxd, fixture);
+            Pod pod = read(fixture);
+            if (isUpdate(pod)) {
+                assertNotNull(dryRunSend(fixture).getMetadata().getUid(), "the update is admitted");
+                return;
+            }
+            Pod created = requester(pod).pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(pod).create();
             assertNotNull(created.getMetadata().getUid());
             admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(created.getMetadata().getName()).withGracePeriod(0).delete();
         }));
@@ -141,10 +152,12 @@ class AdmissionIT {
         // The positive control of the dry runs above: the same path, the same identity, a good pod.
         return list(FIXTURES.resolve("good")).stream().map(fixture -> DynamicTest.dynamicTest(fixture.getFileName().toString(), () -> {
             Pod pod = read(fixture);
-            Pod answer = dryRunCreate(asSandboxd, pod);
+            Pod answer = dryRunSend(fixture);
             assertNotNull(answer.getMetadata().getName(), "the API server answers with the pod it would have stored");
-            assertTrue(admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(answer.getMetadata().getName()).get() == null,
-                    "a dry run stores nothing");
+            if (!isUpdate(pod)) {
+                assertTrue(admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(answer.getMetadata().getName()).get() == null,
+                        "a dry run stores nothing");
+            }
         }));
     }
 
@@ -171,9 +184,8 @@ class AdmissionIT {
                 if (paramsItNeedsAndTheClusterLacks(read(fixture)) != null) {
                     continue;
                 }
-                KubernetesClient creator = fixture.getFileName().toString().startsWith("sandboxd-pod-creators") ? admin : asSandboxd;
                 try {
-                    dryRunCreate(creator, read(fixture));
+                    dryRunSend(fixture);
                     fail(fixture + " was admitted");
                 } catch (KubernetesClientException expected) {
                     // rejected by Pod Security Admission or by the policy: either way never admitted
@@ -184,9 +196,84 @@ class AdmissionIT {
         }
     }
 
-    private static Pod create(KubernetesClient client, Path fixture) throws IOException {
+    /**
+     * Sends a fixture as a dry run the way it says: as its requester ({@code request-username} and {@code
+     * request-groups}, sandboxd's account if none), and, for an update fixture ({@code request-operation: UPDATE}), as
+     * an update of its old object ({@code request-old-object}), which is first created for real as sandboxd and
+     * deleted after. An old object today's policies refuse (a pod only an earlier chart could have made) skips it.
+     */
+    private static Pod dryRunSend(Path fixture) throws IOException {
         Pod pod = read(fixture);
-        return client.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(pod).create();
+        KubernetesClient requester = requester(pod);
+        if (!isUpdate(pod)) {
+            return dryRunCreate(requester, pod);
+        }
+        Pod old = read(FIXTURES.resolve(pod.getMetadata().getAnnotations().get(REQUEST_OLD_OBJECT)));
+        Pod created;
+        try {
+            created = asSandboxd.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(old).create();
+        } catch (KubernetesClientException refused) {
+            assumeTrue(false, () -> fixture.getFileName() + " skipped: its old object is a pod only an earlier chart"
+                    + " could have made (" + message(refused) + ")");
+            throw refused;
+        }
+        try {
+            // What an update can change, from the fixture, onto the pod as it is now (the scheduler and the kubelet
+            // write to it too): labels, annotations, container images. Retried when one of them wrote first.
+            KubernetesClientException conflict = null;
+            for (int attempt = 0; attempt < 10; attempt++) {
+                Pod now = admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(created.getMetadata().getName())
+                        .get();
+                now.getMetadata().setLabels(pod.getMetadata().getLabels());
+                now.getMetadata().setAnnotations(pod.getMetadata().getAnnotations());
+                for (int i = 0; i < now.getSpec().getContainers().size(); i++) {
+                    now.getSpec().getContainers().get(i).setImage(pod.getSpec().getContainers().get(i).getImage());
+                }
+                for (int i = 0; i < now.getSpec().getInitContainers().size(); i++) {
+                    now.getSpec().getInitContainers().get(i).setImage(pod.getSpec().getInitContainers().get(i).getImage());
+                }
+                try {
+                    return requester.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(now).dryRun().update();
+                } catch (KubernetesClientException e) {
+                    if (e.getCode() != 409) {
+                        throw e;
+                    }
+                    conflict = e;
+                }
+            }
+            throw conflict;
+        } finally {
+            admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(created.getMetadata().getName())
+                    .withGracePeriod(0).delete();
+        }
+    }
+
+    private static boolean isUpdate(Pod pod) {
+        return "UPDATE".equals(annotation(pod, REQUEST_OPERATION));
+    }
+
+    /** The client of a fixture's requester: sandboxd's own account unless the fixture names another user. */
+    private static KubernetesClient requester(Pod pod) {
+        String user = annotation(pod, REQUEST_USERNAME);
+        if (user == null || user.equals(SANDBOXD_USER)) {
+            return asSandboxd;
+        }
+        String groups = annotation(pod, REQUEST_GROUPS);
+        return requesters.computeIfAbsent(user + "|" + groups, key -> {
+            List<String> all = new ArrayList<>(List.of("system:authenticated"));
+            if (groups != null) {
+                all.addAll(List.of(groups.split(",")).stream().map(String::trim).toList());
+            }
+            if (user.startsWith("system:serviceaccount:")) {
+                all.addAll(List.of("system:serviceaccounts", "system:serviceaccounts:" + user.split(":")[2]));
+            }
+            return new KubernetesClientBuilder().withConfig(new ConfigBuilder(Config.autoConfigure(null))
+                    .withImpersonateUsername(user).withImpersonateGroups(all.toArray(String[]::new)).build()).build();
+        });
+    }
+
+    private static String annotation(Pod pod, String key) {
+        return pod.getMetadata().getAnnotations() == null ? null : pod.getMetadata().getAnnotations().get(key);
     }
 
     private static String message(KubernetesClientException e) {
