@@ -6,6 +6,7 @@ import signal
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -320,23 +321,7 @@ def test_a_process_hiding_behind_a_zombie_leader_dies_with_its_session_run(start
     it lives on, in a new session, double-forked, every catchable signal blocked, kept beating into
     the session's next run. The sweep must see through the zombie leader to the live thread."""
     server = start_executor(SANDBOX_SESSION="true")
-    code = """
-import ctypes, os, signal, threading, time
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-        def beat():
-            while True:
-                with open('beats', 'a') as f:
-                    f.write('.')
-                time.sleep(0.05)
-        threading.Thread(target=beat).start()
-        open('hidden.pid', 'w').write(str(os.getpid()))
-        ctypes.CDLL(None).syscall(60, 0)  # exit(2): only this thread, the leader; not exit_group
-    os._exit(0)
-time.sleep(0.5)
-"""
+    code = (Path(__file__).parent / "attacks" / "zombie_leader.py").read_text()
     status, reply = server.post("/run", {"code": code, "timeout_s": 5})
     assert (status, reply["exit_code"]) == (200, 0), reply
     status, reply = server.post("/run", {"code": "import os, time\n"

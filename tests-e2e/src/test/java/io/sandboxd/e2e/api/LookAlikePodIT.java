@@ -120,8 +120,15 @@ class LookAlikePodIT {
                         probeAccount.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(lookAlike).create();
                         return true;
                     });
-            Pod ready = admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name)
-                    .waitUntilReady(90, java.util.concurrent.TimeUnit.SECONDS);
+            await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200)).until(() -> {
+                Pod now = admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).get();
+                return now == null || now.getMetadata().getDeletionTimestamp() != null || isReady(now);
+            });
+            Pod ready = admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).get();
+            assertTrue(ready != null && isReady(ready) && ready.getMetadata().getDeletionTimestamp() == null,
+                       () -> "sandboxd acted on the look-alike before it was even Ready: " + PodFate.of(admin, name));
+            assertEquals("warm", ready.getMetadata().getLabels().get("sandboxd.io/state"),
+                         () -> "sandboxd took the look-alike: " + PodFate.of(admin, name));
 
             // Positive control: the forger answers a run with forged output when it gets one.
             HttpResponse<String> direct = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(
@@ -196,6 +203,11 @@ class LookAlikePodIT {
         main.setCommand(List.of("python3", "-c", FORGER));
         main.setArgs(null);
         return copy;
+    }
+
+    private static boolean isReady(Pod pod) {
+        return pod.getStatus() != null && pod.getStatus().getConditions() != null && pod.getStatus().getConditions()
+                .stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
     }
 
     private static boolean podExists(String name) {

@@ -1,9 +1,12 @@
 package io.sandboxd.e2e.api;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.util.Map;
 import java.util.UUID;
 
 import io.sandboxd.e2e.support.ApiResponse;
+import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.Sandboxd;
 
@@ -16,7 +19,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Issue 22 point 3, in a real session pod: no process outlives its run, whatever it does to hide. The first run of a
  * session starts a process in a new session, double-forked, with every catchable signal blocked, whose thread-group
  * leader then exits alone (exit(2)): {@code /proc} shows it as a zombie while its thread beats into a file. The
- * session's next run sees the beats stop. Positive control: the beats did grow during the first run (the process ran).
+ * session's next run sees the beats stop. The program is {@code toolrunner/tests/attacks/zombie_leader.py}, the one the
+ * executor's own test runs off the pod. Positive control: the beats did grow during the first run (the process ran).
  * <p>
  * Mutation: the executor's sweep skipping zombie entries without looking at their threads (as before issue 22) leaves
  * the thread beating in the second run; {@code test_a_process_hiding_behind_a_zombie_leader_dies_with_its_session_run}
@@ -26,26 +30,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SessionLeftoversIT {
 
     @Test
-    void aProcessBehindAZombieLeaderDiesWithItsRun() {
+    void aProcessBehindAZombieLeaderDiesWithItsRun() throws IOException {
         Sandboxd sandboxd = Sandboxd.get();
         String session = "leftovers-" + UUID.randomUUID();
-        ApiResponse first = sandboxd.execute(Map.of("session_id", session, "timeout_s", 10, "code", """
-                import ctypes, os, signal, threading, time
-                if os.fork() == 0:
-                    os.setsid()
-                    if os.fork() == 0:
-                        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-                        def beat():
-                            while True:
-                                with open('beats', 'a') as f:
-                                    f.write('.')
-                                time.sleep(0.05)
-                        threading.Thread(target=beat).start()
-                        ctypes.CDLL(None).syscall(60, 0)  # exit(2): the leader alone, not exit_group
-                    os._exit(0)
-                time.sleep(1)
-                print(os.path.getsize('beats'))
-                """));
+        ApiResponse first = sandboxd.execute(Map.of("session_id", session, "timeout_s", 10, "code",
+                Files.readString(Env.repo().resolve("toolrunner/tests/attacks/zombie_leader.py"))));
         assertEquals(200, first.status(), first.toString());
         assertEquals(0, first.json().path("exit_code").asInt(), first.toString());
         assertTrue(Integer.parseInt(first.json().path("stdout").asText().trim()) > 0, "it ran: " + first);
