@@ -70,6 +70,17 @@ public final class ApiException extends RuntimeException {
     }
 
     /**
+     * A body that did not arrive within the read deadline (a trickle); the connection ends with the answer.
+     *
+     * @param deadline the read deadline
+     * @return 408
+     */
+    public static ApiException bodyTooSlow(java.time.Duration deadline) {
+        return new ApiException(408, "request body not received within " + deadline.toSeconds() + " s",
+                                Map.of("Connection", "close"));
+    }
+
+    /**
      * A body within the byte cap whose JSON has more tokens than sandboxd reads in one request.
      *
      * @param limit token limit

@@ -33,16 +33,22 @@ public final class ApiRouting {
     }
 
     /**
-     * The listener's own bounds: no body longer than the largest route cap is read at all (the server refuses it
-     * from its {@code Content-Length}, or at the chunk that would pass it, before any chunk that size is buffered),
-     * and errors raised before routing are JSON with a request id.
+     * The listener's own bounds, and errors raised before routing as JSON with a request id. A body over its route's
+     * cap gets the route's 413 and is read to its end and dropped, up to {@link #LINGER_FACTOR} times the largest cap:
+     * a client that sends its whole body without waiting for {@code 100 Continue} (httpx, requests) then reads the
+     * 413 instead of a reset, as with servers that linger before they close. A longer one is refused by the server
+     * from its {@code Content-Length}, or at the chunk that would pass the limit, and the connection closed at once.
+     * Dropped bytes are never buffered, so they cost the budget nothing.
      *
      * @param listener   the server's (default listener's) builder
      * @param components what the routes need
      */
     public static void configure(ListenerConfig.BuilderBase<?, ?> listener, ApiComponents components) {
         long largest = components.bodies().largestBody();
-        listener.maxPayloadSize(largest);
+        listener.maxPayloadSize(largest * LINGER_FACTOR);
         listener.directHandlers(DirectErrors.handlers(largest));
     }
+
+    /** How far past the largest route cap a body is still read (and dropped) so that its 413 reaches the client. */
+    static final long LINGER_FACTOR = 2;
 }

@@ -21,13 +21,30 @@ final class BodyInputStream extends InputStream {
         }
     }
 
+    /** The body did not arrive within its read deadline. */
+    static final class TooSlow extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        TooSlow() {
+            super("request body not received within its read deadline");
+        }
+    }
+
     private final InputStream in;
     private final long cap;
+    private final long deadlineNanos;
     private long read;
 
-    BodyInputStream(InputStream in, long cap) {
+    /**
+     * @param in       the request's body
+     * @param cap      most bytes read
+     * @param deadline how long reading the whole body may take: a read that starts after it fails with
+     *                 {@link TooSlow} (a read that blocks ends at the server's socket read timeout)
+     */
+    BodyInputStream(InputStream in, long cap, java.time.Duration deadline) {
         this.in = in;
         this.cap = cap;
+        this.deadlineNanos = System.nanoTime() + deadline.toNanos();
     }
 
     /**
@@ -48,6 +65,9 @@ final class BodyInputStream extends InputStream {
     public int read(byte[] b, int off, int len) throws IOException {
         if (len == 0) {
             return 0;
+        }
+        if (System.nanoTime() - deadlineNanos > 0) {
+            throw new TooSlow();
         }
         // Ask for one byte past the cap at most: seeing it is enough to refuse.
         int want = (int) Math.min(len, cap + 1 - read);

@@ -55,6 +55,7 @@ final class ErrorTable {
         return switch (status) {
         case 401 -> "unauthorized";
         case 403 -> "forbidden";
+        case 408 -> "too_slow";
         case 413 -> "too_large";
         case 503 -> "busy";
         default -> "bad_request";

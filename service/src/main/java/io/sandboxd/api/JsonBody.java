@@ -60,17 +60,20 @@ final class JsonBody {
     private final JsonFactory factory;
     private final BodyBudget budget;
     private final long chunkedCharge;
+    private final java.time.Duration readDeadline;
 
     /**
      * @param limits        the route's limits (its byte cap and token bound)
      * @param budget        the replica's body budget
      * @param chunkedCharge what a body without {@code Content-Length} is charged: the largest the server reads
+     * @param readDeadline  how long the whole body may take to arrive (then 408, and its budget is freed)
      */
-    JsonBody(JsonLimits limits, BodyBudget budget, long chunkedCharge) {
+    JsonBody(JsonLimits limits, BodyBudget budget, long chunkedCharge, java.time.Duration readDeadline) {
         this.limits = limits;
         this.factory = limits.factory();
         this.budget = budget;
         this.chunkedCharge = chunkedCharge;
+        this.readDeadline = readDeadline;
     }
 
     /**
@@ -101,7 +104,7 @@ final class JsonBody {
         }
         BodyBudget.Grant grant = budget.acquire(project, announced >= 0 ? announced : Math.max(cap, chunkedCharge));
         try {
-            T value = parse(new BodyInputStream(req.content().inputStream(), cap), reader);
+            T value = parse(new BodyInputStream(req.content().inputStream(), cap, readDeadline), reader);
             grant.shrinkTo(value.keptChars());
             return new Read<>(value, grant);
         } catch (RuntimeException e) {
@@ -122,6 +125,8 @@ final class JsonBody {
             }
         } catch (BodyInputStream.TooLarge e) {
             throw ApiException.bodyTooLarge(limits.maxBytes());
+        } catch (BodyInputStream.TooSlow e) {
+            throw ApiException.bodyTooSlow(readDeadline);
         } catch (IOException e) {
             throw ApiException.invalidJson();
         }

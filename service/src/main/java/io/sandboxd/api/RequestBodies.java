@@ -20,6 +20,12 @@ public final class RequestBodies {
 
     private static final Logger LOGGER = Logger.getLogger(RequestBodies.class.getName());
 
+    /**
+     * How long a whole request body may take to arrive: a body trickled slower (16 MiB at under about 2.2 Mbit/s)
+     * gets 408 and frees its share of the budget, instead of holding it for as long as the sender likes.
+     */
+    public static final java.time.Duration READ_DEADLINE = java.time.Duration.ofSeconds(60);
+
     /** Deepest nesting of arrays and objects accepted in a request body (tool args included). */
     static final int MAX_DEPTH = 128;
 
@@ -35,10 +41,23 @@ public final class RequestBodies {
      * @param callMaxBytes     {@code /v1/call} body cap
      */
     public RequestBodies(BodyBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes) {
+        this(budget, executeMaxBytes, executeMaxTokens, callMaxBytes, READ_DEADLINE);
+    }
+
+    /**
+     * @param budget           the replica's body budget
+     * @param executeMaxBytes  {@code /v1/execute} body cap
+     * @param executeMaxTokens {@code /v1/execute} token bound
+     * @param callMaxBytes     {@code /v1/call} body cap
+     * @param readDeadline     how long a whole body may take to arrive
+     */
+    RequestBodies(BodyBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes,
+                  java.time.Duration readDeadline) {
         this.budget = budget;
         this.largestBody = Math.max(executeMaxBytes, callMaxBytes);
-        this.execute = new JsonBody(new JsonLimits(executeMaxBytes, executeMaxTokens, MAX_DEPTH), budget, largestBody);
-        this.call = new JsonBody(new JsonLimits(callMaxBytes, 0, MAX_DEPTH), budget, largestBody);
+        this.execute = new JsonBody(new JsonLimits(executeMaxBytes, executeMaxTokens, MAX_DEPTH), budget, largestBody,
+                                    readDeadline);
+        this.call = new JsonBody(new JsonLimits(callMaxBytes, 0, MAX_DEPTH), budget, largestBody, readDeadline);
     }
 
     /**

@@ -74,6 +74,7 @@ class RequestBodyLimitsTest {
     static final long EXECUTE_TOKENS = 200;
     static final long CALL_CAP = 16 * 1024;
     static final long BUDGET = 256 * 1024;
+    static final Duration READ_DEADLINE = Duration.ofSeconds(2);
     static final ObjectMapper JSON = new ObjectMapper();
 
     static final AtomicReference<Function<SnippetJob, SnippetOutcome>> SNIPPETS = new AtomicReference<>();
@@ -114,7 +115,7 @@ class RequestBodyLimitsTest {
                 snippet, tool,
                 ApiMetrics.create(() -> new PoolStatus(0, 3, 0, 0)),
                 new InFlightRequests(),
-                new RequestBodies(budget, EXECUTE_CAP, EXECUTE_TOKENS, CALL_CAP));
+                new RequestBodies(budget, EXECUTE_CAP, EXECUTE_TOKENS, CALL_CAP, READ_DEADLINE));
         server.addFeature(Main.observe(Config.empty(), () -> true,
                                             () -> HealthCheckResponse.builder().status(true).build()));
         server.routing(routing -> ApiRouting.register(routing, components));
@@ -176,6 +177,92 @@ class RequestBodyLimitsTest {
         assertError(r, 413, "request body too large: the limit is 65536 bytes");
         assertEquals("close", r.headers().firstValue("Connection").orElse(""), r.headers().toString());
         assertNull(LAST_SNIPPET.get());
+    }
+
+    /**
+     * Issue 22: a client that sends its whole body without waiting for {@code 100 Continue} (as httpx and requests
+     * do) reads the 413, not a connection reset, for a body up to twice the largest cap: the server reads and drops
+     * the rest before it closes, as mature servers linger. Sent on a raw socket so that nothing retries or hides a
+     * reset; twenty times, because the race it closes is one of timing.
+     */
+    @Test
+    void aLargeBodySentWholeWithoutExpectGetsIts413NotAReset() throws Exception {
+        for (int round = 0; round < 20; round++) {
+            for (long size : new long[] {EXECUTE_CAP + 1, EXECUTE_CAP * 2 - 100}) {
+                String status = sendWholeAndRead("/v1/execute", size, token("p"));
+                assertTrue(status.startsWith("HTTP/1.1 413"), "round " + round + ", " + size + " bytes: " + status);
+            }
+        }
+        awaitBudgetReleased();
+    }
+
+    /**
+     * Issue 22: a body trickled slower than the read deadline (here 2 s) gets 408, on a connection that then ends,
+     * and frees its share of the budget; the same body sent at once is served (the control).
+     */
+    @Test
+    void aTrickledBodyGets408AfterTheReadDeadlineAndFreesItsBudget() throws Exception {
+        String body = "{\"code\":\"print(1)\",\"x\":\"" + "a".repeat(400) + "\"}";
+        long started = System.nanoTime();
+        try (java.net.Socket socket = new java.net.Socket(uri.getHost(), uri.getPort())) {
+            socket.setSoTimeout(20_000);
+            java.io.OutputStream out = socket.getOutputStream();
+            out.write(("POST /v1/execute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token("p")
+                    + "\r\nContent-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n")
+                              .getBytes(StandardCharsets.US_ASCII));
+            java.io.InputStream in = socket.getInputStream();
+            byte[] bytes = body.getBytes(StandardCharsets.US_ASCII);
+            String answer = null;
+            for (int i = 0; i < bytes.length && answer == null; i++) {
+                try {
+                    out.write(bytes[i]);
+                    out.flush();
+                } catch (IOException closed) {
+                    break; // the server answered and ended the connection
+                }
+                Thread.sleep(100);
+                if (in.available() > 0) {
+                    answer = new String(in.readNBytes(in.available()), StandardCharsets.US_ASCII);
+                }
+            }
+            if (answer == null) {
+                answer = new String(in.readAllBytes(), StandardCharsets.US_ASCII);
+            }
+            assertTrue(answer.startsWith("HTTP/1.1 408"), answer);
+            assertTrue(answer.contains("{\"error\":\"request body not received within 2 s\"}"), answer);
+            assertTrue(answer.toLowerCase(java.util.Locale.ROOT).contains("connection: close"), answer);
+        }
+        assertTrue(Duration.ofNanos(System.nanoTime() - started).compareTo(Duration.ofSeconds(10)) < 0,
+                   "answered at the deadline, not when the trickle ends");
+        awaitBudgetReleased();
+        assertEquals(200, post("/v1/execute", body, token("p")).statusCode(), "the same body at once is served");
+    }
+
+    /** Sends a request of {@code size} bytes of body in one go, then reads the status line (or says what failed). */
+    private String sendWholeAndRead(String path, long size, String token) throws IOException {
+        try (java.net.Socket socket = new java.net.Socket(uri.getHost(), uri.getPort())) {
+            socket.setSoTimeout(10_000);
+            java.io.OutputStream out = socket.getOutputStream();
+            try {
+                out.write(("POST " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
+                        + "\r\nContent-Type: application/json\r\nContent-Length: " + size + "\r\n\r\n")
+                                  .getBytes(StandardCharsets.US_ASCII));
+                byte[] chunk = new byte[8192];
+                java.util.Arrays.fill(chunk, (byte) ' ');
+                for (long sent = 0; sent < size; sent += chunk.length) {
+                    out.write(chunk, 0, (int) Math.min(chunk.length, size - sent));
+                }
+                out.flush();
+            } catch (IOException e) {
+                return "send failed: " + e; // what httpx reports as a reset
+            }
+            try {
+                String head = new String(socket.getInputStream().readNBytes(12), StandardCharsets.US_ASCII);
+                return head.isEmpty() ? "no answer (closed)" : head;
+            } catch (IOException e) {
+                return "read failed: " + e;
+            }
+        }
     }
 
     // ---- the token bound and the stream constraints ----
