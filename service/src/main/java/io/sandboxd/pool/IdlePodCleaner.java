@@ -90,7 +90,12 @@ final class IdlePodCleaner {
      */
     void unsealed(List<Pod> unsealed, Instant now) {
         for (Pod pod : unsealed) {
-            if (!PodStates.isDeleting(pod) && PodStates.createdAt(pod).plus(UNSEALED_GRACE).isBefore(now)) {
+            // One a run holds (claimed by a replica of an earlier version, mid-upgrade) is left until its claim is
+            // orphaned: no replica of this version uses it, and that run may still be under way.
+            Instant until = SandboxLabels.STATE_CLAIMED.equals(PodStates.labels(pod).get(SandboxLabels.STATE))
+                    ? PodStates.claimedAt(pod).plus(limits.orphanedClaimAfter())
+                    : PodStates.createdAt(pod).plus(UNSEALED_GRACE);
+            if (!PodStates.isDeleting(pod) && until.isBefore(now)) {
                 LOGGER.warning("pod " + pod.getMetadata().getName() + " carries sandboxd's labels but no valid seal"
                         + " (made by another creator, sealed with a key no longer in force, or left by a replica that"
                         + " died before sealing it); it is never used: deleting");

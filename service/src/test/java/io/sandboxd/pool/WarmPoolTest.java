@@ -549,6 +549,46 @@ class WarmPoolTest {
         }
     }
 
+    /**
+     * Issue 22: a pod with a pool pod's labels and spec, Ready, even with the seal of a real pool pod copied onto it,
+     * is never claimed, and the leader deletes it once it is older than a genuine pod stays unsealed.
+     */
+    @Test
+    void aLookAlikePoolPodIsNeverClaimedAndTheLeaderDeletesIt() throws Exception {
+        Pod real = readyWarmPod("sandbox-real");
+        Pod lookAlike = new PodBuilder(poolPod("sandbox-lookalike")).editMetadata()
+                .withAnnotations(real.getMetadata().getAnnotations()).endMetadata().build();
+        Pod created = client.pods().inNamespace(NS).resource(lookAlike).create(); // not through PodWrites: unsealed
+        client.pods().inNamespace(NS).resource(new PodBuilder(created).withNewStatus().withPhase("Running")
+                .withPodIP("10.0.0.66").addNewCondition().withType("Ready").withStatus("True").endCondition()
+                .endStatus().build()).updateStatus();
+        WarmPool pool = pool("replica-a");
+        for (int i = 0; i < 2; i++) {
+            try {
+                ClaimedPod claimed = pool.claim("req-" + i, "p", Duration.ofMillis(800));
+                assertEquals("sandbox-real", claimed.name(), "only the pod sandboxd made is handed out");
+            } catch (FailedRun none) {
+                assertEquals(new Failure.NoWarmPod(), none.failure(), "the look-alike is no warm pod");
+            }
+        }
+        assertEquals("warm", state(client.pods().inNamespace(NS).withName("sandbox-lookalike").get()), "never taken");
+
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
+        caches.add(tools);
+        awaitSynced(tools);
+        PodCache snippets = cache();
+        awaitSynced(snippets);
+        PoolReconciler reconciler = reconciler(snippets, tools, 0, Clock.offset(Clock.systemUTC(),
+                IdlePodCleaner.UNSEALED_GRACE.plusSeconds(5)));
+        try {
+            reconciler.leading(true);
+            reconciler.reconcile();
+            awaitGone("sandbox-lookalike");
+        } finally {
+            reconciler.close();
+        }
+    }
+
     private List<Pod> snippetPods() {
         return client.pods().inNamespace(NS).withLabels(SandboxLabels.snippetSelector()).list().getItems();
     }
