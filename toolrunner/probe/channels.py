@@ -260,17 +260,31 @@ def read_arp(arp_path="/proc/net/arp"):
     return entries
 
 
+ARP_BATCH = 32
+
+
 def arp_sweep(addresses, settle_s=1.5, arp_path="/proc/net/arp"):
     """Pokes every address with an empty UDP datagram so the kernel resolves its MAC (ARP is
-    never filtered by a NetworkPolicy), then reads the ARP table."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.setblocking(False)
-        for address in addresses:
-            try:
-                s.sendto(b"", (str(address), 9))
-            except OSError:
-                pass
-    time.sleep(settle_s)
+    never filtered by a NetworkPolicy), then reads the ARP table. A datagram to an address not
+    resolved yet waits in the kernel, charged to its socket's send buffer: one socket takes a few
+    dozen before sendto() fails with EAGAIN, so each batch of addresses gets a socket of its own
+    (a sweep of two /24s with a single socket missed addresses it was given)."""
+    addresses = list(addresses)
+    sockets = []
+    try:
+        for start in range(0, len(addresses), ARP_BATCH):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setblocking(False)
+            sockets.append(s)
+            for address in addresses[start:start + ARP_BATCH]:
+                try:
+                    s.sendto(b"", (str(address), 9))
+                except OSError:
+                    pass
+        time.sleep(settle_s)
+    finally:
+        for s in sockets:
+            s.close()
     return read_arp(arp_path)
 
 

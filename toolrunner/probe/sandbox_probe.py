@@ -89,7 +89,9 @@ def ipv6_sweep_specs(ports, also=(), settle_s=2.0):
     if gateway:
         addresses |= set(channels.subnet24(gateway))
     addresses.discard(me)
-    neighbours = channels.arp_sweep(sorted(addresses), settle_s=settle_s)
+    # The addresses asked for by name first, then the rest of the two /24s.
+    wanted = sorted(set(also) - {me})
+    neighbours = channels.arp_sweep(wanted + sorted(addresses - set(wanted)), settle_s=settle_s)
     specs = [(f"ipv6 all-nodes ff02::1 udp-dns", f"udp-dns:[ff02::1%{interface}]:53")]
     for ip, mac in sorted(neighbours.items()):
         link_local = f"[{channels.eui64_link_local(mac)}%{interface}]"
