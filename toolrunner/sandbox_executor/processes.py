@@ -11,8 +11,9 @@ group, and fork twice so its daemon is no longer our descendant. Two measures cl
   limited to the executor's own descendants.
 
 A process that hides behind a zombie thread-group leader (the leader called exit(2), a thread lives
-on) is live too: the sweep looks at its threads, not at the leader alone (Linux), and kills what
-/proc lists without letting its stat be read (gVisor shows such a process so).
+on) is live too: the sweep looks at its threads, not at the leader alone (Linux), and in the pod SIGKILLs every
+process /proc lists, zombies included (gVisor shows such a process as a zombie, or with a stat it
+will not let be read).
 
 A session keeps its interpreter between runs, so its sweeps spare that one process (`keep`): what a
 session run started dies when the run ends, the interpreter and its variables live on.
@@ -47,9 +48,10 @@ def kill_leftovers(give_up_after_s=3.0, keep=None):
     deadline = time.monotonic() + give_up_after_s
     while True:
         pids = leftover_pids(keep)
-        # Listed but unreadable (gVisor: a thread group whose leader exited alone): killed on every round, never
-        # waited for, since a zombie left to reap stays listed that way too.
-        for pid in unreadable_pids(keep):
+        # In the pod, every other process listed is the snippet's: each gets SIGKILL on every round, zombies too (a
+        # no-op for a dead one), because gVisor shows a thread group whose leader exited alone as a zombie or with an
+        # unreadable stat while a thread of it lives on. Only live, readable ones are waited for.
+        for pid in every_other_pid_in_the_pod(keep):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -99,22 +101,13 @@ def leftover_pids(keep=None):
     return candidates
 
 
-def unreadable_pids(keep=None):
-    """Processes /proc lists but whose stat cannot be read, in the pod only (PID 1, not root: every
-    other process there is the snippet's). gVisor shows a thread group whose leader called exit(2)
-    so, while a thread of it lives on; Linux shows it as a zombie (see has_live_thread)."""
+def every_other_pid_in_the_pod(keep=None):
+    """Every process /proc lists but this one and `keep`, in the pod only (PID 1, not root: every
+    other process there is the snippet's); elsewhere none."""
     me = os.getpid()
     if me != 1 or os.getuid() == 0:
         return []
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in (me, keep):
-            try:
-                with open(f"/proc/{name}/stat", "rb") as stat_file:
-                    stat_file.read()
-            except OSError:
-                found.append(int(name))
-    return found
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) not in (me, keep)]
 
 
 def has_live_thread(pid):
