@@ -1,5 +1,6 @@
 package io.sandboxd.api;
 
+import java.time.Duration;
 import java.util.Map;
 
 /**
@@ -75,7 +76,7 @@ public final class ApiException extends RuntimeException {
      * @param deadline the read deadline
      * @return 408
      */
-    public static ApiException bodyTooSlow(java.time.Duration deadline) {
+    public static ApiException bodyTooSlow(Duration deadline) {
         return new ApiException(408, "request body not received within " + deadline.toSeconds() + " s",
                                 Map.of("Connection", "close"));
     }

@@ -1,5 +1,6 @@
 package io.sandboxd.api;
 
+import java.time.Duration;
 import java.io.IOException;
 import java.io.InputStream;
 
@@ -41,7 +42,7 @@ final class BodyInputStream extends InputStream {
      * @param deadline how long reading the whole body may take: a read that starts after it fails with
      *                 {@link TooSlow} (a read that blocks ends at the server's socket read timeout)
      */
-    BodyInputStream(InputStream in, long cap, java.time.Duration deadline) {
+    BodyInputStream(InputStream in, long cap, Duration deadline) {
         this.in = in;
         this.cap = cap;
         this.deadlineNanos = System.nanoTime() + deadline.toNanos();

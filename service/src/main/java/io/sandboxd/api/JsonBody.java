@@ -1,5 +1,6 @@
 package io.sandboxd.api;
 
+import java.time.Duration;
 import java.io.IOException;
 
 import io.sandboxd.json.JsonLimits;
@@ -60,7 +61,7 @@ final class JsonBody {
     private final JsonFactory factory;
     private final BodyBudget budget;
     private final long chunkedCharge;
-    private final java.time.Duration readDeadline;
+    private final Duration readDeadline;
 
     /**
      * @param limits        the route's limits (its byte cap and token bound)
@@ -68,7 +69,7 @@ final class JsonBody {
      * @param chunkedCharge what a body without {@code Content-Length} is charged: the largest the server reads
      * @param readDeadline  how long the whole body may take to arrive (then 408, and its budget is freed)
      */
-    JsonBody(JsonLimits limits, BodyBudget budget, long chunkedCharge, java.time.Duration readDeadline) {
+    JsonBody(JsonLimits limits, BodyBudget budget, long chunkedCharge, Duration readDeadline) {
         this.limits = limits;
         this.factory = limits.factory();
         this.budget = budget;

@@ -1,5 +1,6 @@
 package io.sandboxd.api;
 
+import java.time.Duration;
 import java.util.logging.Logger;
 
 import io.sandboxd.config.RequestBodySettings;
@@ -24,7 +25,7 @@ public final class RequestBodies {
      * How long a whole request body may take to arrive: a body trickled slower (16 MiB at under about 2.2 Mbit/s)
      * gets 408 and frees its share of the budget, instead of holding it for as long as the sender likes.
      */
-    public static final java.time.Duration READ_DEADLINE = java.time.Duration.ofSeconds(60);
+    public static final Duration READ_DEADLINE = Duration.ofSeconds(60);
 
     /** Deepest nesting of arrays and objects accepted in a request body (tool args included). */
     static final int MAX_DEPTH = 128;
@@ -52,7 +53,7 @@ public final class RequestBodies {
      * @param readDeadline     how long a whole body may take to arrive
      */
     RequestBodies(BodyBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes,
-                  java.time.Duration readDeadline) {
+                  Duration readDeadline) {
         this.budget = budget;
         this.largestBody = Math.max(executeMaxBytes, callMaxBytes);
         this.execute = new JsonBody(new JsonLimits(executeMaxBytes, executeMaxTokens, MAX_DEPTH), budget, largestBody,

@@ -64,14 +64,13 @@ public final class PodWrites {
         Pod created = client.pods().inNamespace(namespace).resource(seal.stamp(pod)).create();
         String name = created.getMetadata().getName();
         try {
-            String patch = new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(Map.of("metadata", Map.of("annotations",
+            String patch = client.getKubernetesSerialization().asJson(Map.of("metadata", Map.of("annotations",
                     Map.of(SandboxLabels.SEAL, seal.sealOf(created)))));
             return client.pods().inNamespace(namespace).withName(name)
                     .patch(PatchContext.of(PatchType.JSON_MERGE), patch);
-        } catch (KubernetesClientException | com.fasterxml.jackson.core.JsonProcessingException e) {
+        } catch (KubernetesClientException e) {
             delete(name);
-            throw e instanceof KubernetesClientException k ? k
-                    : new KubernetesClientException("cannot write the seal of pod " + name, e);
+            throw e;
         }
     }
 

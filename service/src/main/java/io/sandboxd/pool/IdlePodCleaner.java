@@ -1,5 +1,6 @@
 package io.sandboxd.pool;
 
+import java.time.Duration;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.List;
@@ -20,7 +21,7 @@ final class IdlePodCleaner {
 
     private static final Logger LOGGER = Logger.getLogger(IdlePodCleaner.class.getName());
     /** How long a pod may stay unsealed before the leader deletes it. */
-    static final java.time.Duration UNSEALED_GRACE = java.time.Duration.ofSeconds(30);
+    static final Duration UNSEALED_GRACE = Duration.ofSeconds(30);
 
     private final PodWrites writes;
     private final PoolReconciler.Limits limits;

@@ -1,5 +1,6 @@
 package io.sandboxd.tokens;
 
+import java.time.Duration;
 import io.sandboxd.logging.CallerText;
 
 /**
@@ -94,7 +95,7 @@ public final class TokenRejected extends Exception {
                 + "control plane and the cluster, or " + REDEPLOY);
     }
 
-    static TokenRejected tooLong(java.time.Duration maxLifetime) {
+    static TokenRejected tooLong(Duration maxLifetime) {
         return new TokenRejected(Reason.TOO_LONG, "project token is valid for longer than sandboxd accepts (at most "
                 + maxLifetime.toSeconds() + " s from its issue, chart value tokens.maxLifetimeSeconds): " + REDEPLOY);
     }

@@ -107,8 +107,9 @@ public final class TokenVerifier {
             throw TokenRejected.missingExpiry();
         }
         Instant expires = claims.getExpiration().toInstant();
-        Instant from = claims.getIssuedAt() == null ? clock.instant()
-                : java.util.Collections.min(java.util.List.of(claims.getIssuedAt().toInstant(), clock.instant()));
+        Instant now = clock.instant();
+        Instant issued = claims.getIssuedAt() == null ? now : claims.getIssuedAt().toInstant();
+        Instant from = issued.isBefore(now) ? issued : now;
         if (expires.isAfter(from.plus(maxLifetime).plusSeconds(CLOCK_SKEW_SECONDS))) {
             throw TokenRejected.tooLong(maxLifetime);
         }

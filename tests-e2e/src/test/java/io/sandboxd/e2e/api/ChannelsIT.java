@@ -3,15 +3,13 @@ package io.sandboxd.e2e.api;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Sysctl;
-import io.fabric8.kubernetes.client.Config;
-import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.Attacks;
 import io.sandboxd.e2e.support.Attacks.Report;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.TestPods;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -227,11 +225,7 @@ class ChannelsIT {
     }
 
     private static KubernetesClient impersonateSandboxd() {
-        return new KubernetesClientBuilder().withConfig(new ConfigBuilder(Config.autoConfigure(null))
-                .withImpersonateUsername("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":sandboxd")
-                .withImpersonateGroups("system:serviceaccounts", "system:serviceaccounts:" + Sandboxd.RELEASE_NAMESPACE,
-                        "system:authenticated")
-                .build()).build();
+        return TestCluster.as("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":sandboxd");
     }
 
     private static io.sandboxd.e2e.support.ExecResult execIn(KubernetesClient k8s, String pod, List<String> args) {

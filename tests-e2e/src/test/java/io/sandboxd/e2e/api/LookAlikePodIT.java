@@ -15,14 +15,14 @@ import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.PodFate;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.TestCluster;
+import io.sandboxd.pods.PodStates;
 
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingAdmissionPolicyBinding;
-import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -75,10 +75,8 @@ class LookAlikePodIT {
     @BeforeAll
     static void install() {
         sandboxd = Sandboxd.get();
-        Config config = Config.autoConfigure(null);
-        config.setImpersonateUsername("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":" + Sandboxd.RELEASE
+        probeAccount = TestCluster.as("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":" + Sandboxd.RELEASE
                                               + "-probe");
-        probeAccount = new KubernetesClientBuilder().withConfig(config).build();
     }
 
     @Test
@@ -122,10 +120,10 @@ class LookAlikePodIT {
                     });
             await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200)).until(() -> {
                 Pod now = admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).get();
-                return now == null || now.getMetadata().getDeletionTimestamp() != null || isReady(now);
+                return now == null || now.getMetadata().getDeletionTimestamp() != null || PodStates.isReady(now);
             });
             Pod ready = admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).get();
-            assertTrue(ready != null && isReady(ready) && ready.getMetadata().getDeletionTimestamp() == null,
+            assertTrue(ready != null && PodStates.isReady(ready) && ready.getMetadata().getDeletionTimestamp() == null,
                        () -> "sandboxd acted on the look-alike before it was even Ready: " + PodFate.of(admin, name));
             assertEquals("warm", ready.getMetadata().getLabels().get("sandboxd.io/state"),
                          () -> "sandboxd took the look-alike: " + PodFate.of(admin, name));
@@ -203,11 +201,6 @@ class LookAlikePodIT {
         main.setCommand(List.of("python3", "-c", FORGER));
         main.setArgs(null);
         return copy;
-    }
-
-    private static boolean isReady(Pod pod) {
-        return pod.getStatus() != null && pod.getStatus().getConditions() != null && pod.getStatus().getConditions()
-                .stream().anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
     }
 
     private static boolean podExists(String name) {

@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.TestPods;
 
 import io.fabric8.kubernetes.api.model.ObjectMeta;
@@ -159,12 +160,7 @@ class ThroughputBenchmark {
     }
 
     private static KubernetesClient asSandboxd(KubernetesClient k8s) {
-        return new io.fabric8.kubernetes.client.KubernetesClientBuilder().withConfig(
-                new io.fabric8.kubernetes.client.ConfigBuilder(k8s.getConfiguration())
-                        .withImpersonateUsername("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":sandboxd")
-                        .withImpersonateGroups("system:serviceaccounts",
-                                               "system:serviceaccounts:" + Sandboxd.RELEASE_NAMESPACE,
-                                               "system:authenticated").build()).build();
+        return TestCluster.as("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":sandboxd");
     }
 
     private static boolean benchPod(Pod pod) {

@@ -5,13 +5,11 @@ import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingAdmiss
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.Validation;
 import io.fabric8.kubernetes.api.model.node.v1.RuntimeClass;
 import io.fabric8.kubernetes.api.model.node.v1.RuntimeClassBuilder;
-import io.fabric8.kubernetes.client.Config;
-import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.TestCluster;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicTest;
@@ -76,10 +74,7 @@ class AdmissionIT {
     @BeforeAll
     static void install() throws IOException {
         admin = Sandboxd.get().k8s();
-        asSandboxd = new KubernetesClientBuilder().withConfig(new ConfigBuilder(Config.autoConfigure(null))
-                .withImpersonateUsername("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":sandboxd")
-                .withImpersonateGroups("system:serviceaccounts", "system:serviceaccounts:" + Sandboxd.RELEASE_NAMESPACE, "system:authenticated")
-                .build()).build();
+        asSandboxd = TestCluster.as(SANDBOXD_USER);
         installedParams = admin.configMaps().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName("sandboxd-admission-params")
                 .get().getData();
         createTheRuntimeClassesTheBadFixturesName();
@@ -259,17 +254,8 @@ class AdmissionIT {
             return asSandboxd;
         }
         String groups = annotation(pod, REQUEST_GROUPS);
-        return requesters.computeIfAbsent(user + "|" + groups, key -> {
-            List<String> all = new ArrayList<>(List.of("system:authenticated"));
-            if (groups != null) {
-                all.addAll(List.of(groups.split(",")).stream().map(String::trim).toList());
-            }
-            if (user.startsWith("system:serviceaccount:")) {
-                all.addAll(List.of("system:serviceaccounts", "system:serviceaccounts:" + user.split(":")[2]));
-            }
-            return new KubernetesClientBuilder().withConfig(new ConfigBuilder(Config.autoConfigure(null))
-                    .withImpersonateUsername(user).withImpersonateGroups(all.toArray(String[]::new)).build()).build();
-        });
+        return requesters.computeIfAbsent(user + "|" + groups, key -> TestCluster.as(user, groups == null
+                ? new String[0] : List.of(groups.split(",")).stream().map(String::trim).toArray(String[]::new)));
     }
 
     private static String annotation(Pod pod, String key) {

@@ -37,6 +37,26 @@ public final class TestCluster {
         return local;
     }
 
+    /**
+     * A client that acts as another user, as the API server would see that user: a service account's username gets
+     * its groups ({@code system:serviceaccounts}, {@code system:serviceaccounts:<namespace>}), every user
+     * {@code system:authenticated}.
+     *
+     * @param user   username, e.g. {@code system:serviceaccount:cai-system:sandboxd}
+     * @param groups further groups (e.g. {@code system:masters})
+     * @return the impersonating client (close it)
+     */
+    public static KubernetesClient as(String user, String... groups) {
+        java.util.List<String> all = new java.util.ArrayList<>(java.util.List.of(groups));
+        if (user.startsWith("system:serviceaccount:")) {
+            all.addAll(java.util.List.of("system:serviceaccounts", "system:serviceaccounts:" + user.split(":")[2]));
+        }
+        all.add("system:authenticated");
+        return new KubernetesClientBuilder().withConfig(new io.fabric8.kubernetes.client.ConfigBuilder(
+                client().getConfiguration()).withImpersonateUsername(user)
+                .withImpersonateGroups(all.toArray(String[]::new)).build()).build();
+    }
+
     /** The kubeconfig file for command-line tools (helm) that talk to the same cluster. */
     public static Path kubeconfig() {
         client();
