@@ -71,7 +71,7 @@ final class ClusterSandboxes implements AutoCloseable {
         PodWrites writes = new PodWrites(client, namespace, seal);
         // GET /v1/pool is pool-wide (D8): created_total kept in a ConfigMap, in_flight from the informer cache.
         createdTotal = PoolRecord.inCluster(client, namespace);
-        PoolCounters counters = new PoolCounters(snippetPods, createdTotal);
+        PoolCounters counters = new PoolCounters(snippetPods, createdTotal, clock, budget.longestRun());
         // Each sandbox pod runs as a uid of its own, none that a live sandbox pod (of any replica) already has.
         SandboxUids uids = SandboxUids.skipping(config.security().sandboxUids(), () -> {
             List<Pod> live = new ArrayList<>(snippetPods.pods());

@@ -2,16 +2,18 @@ package io.sandboxd.limits;
 
 /**
  * The per-project limits (D9), each named by its chart value: the 429 message names the one a request ran into, so an
- * operator knows which value to raise.
+ * operator knows which value to raise. The in-flight limits are counted on the replica that answers (the Service
+ * spreads a project's calls, so across replicas a project may have about {@code replicaCount} times as many), and
+ * their message says so; the session limit is cluster-wide.
  */
 public enum ProjectLimit {
 
     /** Single-use {@code /v1/execute} runs of a project under way on one replica (waiting for a pod included). */
-    EXECUTE_IN_FLIGHT("limits.perProject.executeInFlight", "snippet runs in flight"),
+    EXECUTE_IN_FLIGHT("limits.perProject.executeInFlight", "snippet runs in flight on this replica"),
     /** {@code /v1/execute} runs in a D4 session of a project under way on one replica. */
-    SESSION_RUNS_IN_FLIGHT("limits.perProject.sessionRunsInFlight", "session runs in flight"),
+    SESSION_RUNS_IN_FLIGHT("limits.perProject.sessionRunsInFlight", "session runs in flight on this replica"),
     /** {@code /v1/call} calls of a project under way on one replica (each has its own pod). */
-    CALL_IN_FLIGHT("limits.perProject.callInFlight", "tool calls in flight"),
+    CALL_IN_FLIGHT("limits.perProject.callInFlight", "tool calls in flight on this replica"),
     /** D4 session pods of a project, cluster-wide. */
     SESSIONS("limits.perProject.sessions", "open sessions");
 
@@ -34,7 +36,7 @@ public enum ProjectLimit {
     }
 
     /**
-     * The 429 for a project at this limit, e.g. {@code project "p1" already has 8 snippet runs in flight (limit
+     * The 429 for a project at this limit, e.g. {@code project "p1" already has 8 snippet runs in flight on this replica (limit
      * limits.perProject.executeInFlight): retry after 1 s}.
      *
      * @param project           the caller's project

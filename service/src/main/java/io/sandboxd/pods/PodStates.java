@@ -154,6 +154,28 @@ public final class PodStates {
 
     /**
      * @param pod pod
+     * @return whether it is a D4 session pod (a snippet pod labelled with its session)
+     */
+    public static boolean isSessionPod(Pod pod) {
+        Map<String, String> labels = labels(pod);
+        return SandboxLabels.KIND_SNIPPET.equals(labels.get(SandboxLabels.KIND)) && labels.containsKey(SandboxLabels.SESSION);
+    }
+
+    /**
+     * @param pod pod
+     * @return when the run under way on a session pod started (annotation, epoch ms); empty when none is
+     */
+    public static Optional<Instant> runStartedAt(Pod pod) {
+        try {
+            return Optional.ofNullable(annotations(pod).get(SandboxLabels.RUN_STARTED_AT)).map(Long::parseLong)
+                    .map(Instant::ofEpochMilli);
+        } catch (NumberFormatException e) {
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * @param pod pod
      * @return last use of a session pod (annotation, epoch ms), else creation time
      */
     public static Instant lastUsedAt(Pod pod) {

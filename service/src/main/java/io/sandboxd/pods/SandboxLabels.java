@@ -50,6 +50,11 @@ public final class SandboxLabels {
     public static final String WANTED_AT = "sandboxd.io/wanted-at";
     /** Annotation on session pods: last time a run started or ended (epoch milliseconds). */
     public static final String LAST_USED_AT = "sandboxd.io/last-used-at";
+    /**
+     * Annotation on session pods: when the run under way started (epoch milliseconds), written with the claim and
+     * removed when the run ends, so that every replica counts session runs in {@code in_flight}.
+     */
+    public static final String RUN_STARTED_AT = "sandboxd.io/run-started-at";
     /** Annotation on session pods: set (with optimistic locking) just before an idle session pod is deleted. */
     public static final String EXPIRING = "sandboxd.io/expiring";
     /** Annotation: the unsanitised project name. */

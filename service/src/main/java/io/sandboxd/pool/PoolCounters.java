@@ -1,5 +1,8 @@
 package io.sandboxd.pool;
 
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -21,22 +24,29 @@ public final class PoolCounters {
 
     private final PodCache snippets;
     private final PoolRecord createdTotal;
+    private final Clock clock;
+    private final Duration longestRun;
     private final AtomicInteger runsHere = new AtomicInteger();
 
     /**
      * Counters of one process, in memory (tests): {@code in_flight} is this process's runs.
      */
     public PoolCounters() {
-        this(null, PoolRecord.inMemory());
+        this(null, PoolRecord.inMemory(), Clock.systemUTC(), Duration.ZERO);
     }
 
     /**
      * @param snippets     informer cache of snippet pods ({@code in_flight})
      * @param createdTotal the pool-wide {@code created_total}
+     * @param clock        clock
+     * @param longestRun   the longest a snippet run may take: a session run marked as started longer ago than this
+     *                     was left by a replica that died during it, and no longer counts
      */
-    public PoolCounters(PodCache snippets, PoolRecord createdTotal) {
+    public PoolCounters(PodCache snippets, PoolRecord createdTotal, Clock clock, Duration longestRun) {
         this.snippets = snippets;
         this.createdTotal = createdTotal;
+        this.clock = clock;
+        this.longestRun = longestRun;
     }
 
     /** This replica created a snippet pod (pool or session pod). */
@@ -83,14 +93,16 @@ public final class PoolCounters {
 
     /**
      * Runs under way in the whole pool: pool pods handed to a request (state {@code claimed}, not being deleted, not
-     * finished, not taken by the leader to trim the pool). A pod a request took from its replica's reservations counts
-     * from the moment the hand-over is recorded, 1 s into the run (a shorter run shows as warm until its pod is
-     * deleted); session pods are not pool pods and do not count.
+     * finished, not taken by the leader to trim the pool), and session pods with a run under way (marked
+     * {@link SandboxLabels#RUN_STARTED_AT} with the run's claim, less than the longest run ago). A pod a request took
+     * from its replica's reservations counts from the moment the hand-over is recorded, 1 s into the run (a shorter
+     * run shows as warm until its pod is deleted).
      *
      * @return runs under way, pool-wide
      */
     public int inFlight() {
-        return snippets == null ? runsHere.get() : inFlight(snippets.pods());
+        return snippets == null ? runsHere.get()
+                : inFlight(snippets.pods(), clock.instant().minus(longestRun));
     }
 
     /**
@@ -100,12 +112,17 @@ public final class PoolCounters {
         return runsHere.get();
     }
 
-    static int inFlight(List<Pod> pods) {
+    static int inFlight(List<Pod> pods, Instant startedSince) {
         int count = 0;
         for (Pod pod : pods) {
-            if (PodStates.isPoolPod(pod)
+            if (PodStates.isDeleting(pod) || PodStates.isTerminal(pod)) {
+                continue;
+            }
+            if (PodStates.isSessionPod(pod)) {
+                count += PodStates.runStartedAt(pod).filter(started -> !started.isBefore(startedSince)).isPresent()
+                        ? 1 : 0;
+            } else if (PodStates.isPoolPod(pod)
                     && SandboxLabels.STATE_CLAIMED.equals(PodStates.labels(pod).get(SandboxLabels.STATE))
-                    && !PodStates.isDeleting(pod) && !PodStates.isTerminal(pod)
                     && !String.valueOf(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY))
                             .endsWith(PoolReconciler.TRIM_CLAIM)) {
                 count++;

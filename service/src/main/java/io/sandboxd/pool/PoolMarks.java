@@ -186,12 +186,29 @@ final class PoolMarks {
     /**
      * @param pod pod as last seen, a session pod
      * @param at  time of the run
-     * @return the session pod with this run recorded as its last use (what keeps it from the idle clean-up)
+     * @return the session pod with this run recorded as its last use (what keeps it from the idle clean-up) and as
+     *         under way (what {@code in_flight} counts)
      */
-    static Pod used(Pod pod, Instant at) {
+    static Pod runStarted(Pod pod, Instant at) {
+        String millis = Long.toString(at.toEpochMilli());
+        return new PodBuilder(pod)
+                .editMetadata()
+                    .addToAnnotations(SandboxLabels.LAST_USED_AT, millis)
+                    .addToAnnotations(SandboxLabels.RUN_STARTED_AT, millis)
+                .endMetadata()
+                .build();
+    }
+
+    /**
+     * @param pod pod as last seen, a session pod
+     * @param at  now
+     * @return the session pod with its run over: used now, no run under way
+     */
+    static Pod runEnded(Pod pod, Instant at) {
         return new PodBuilder(pod)
                 .editMetadata()
                     .addToAnnotations(SandboxLabels.LAST_USED_AT, Long.toString(at.toEpochMilli()))
+                    .removeFromAnnotations(SandboxLabels.RUN_STARTED_AT)
                 .endMetadata()
                 .build();
     }

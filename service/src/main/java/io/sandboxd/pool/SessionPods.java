@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
 import java.util.logging.Logger;
 
 import io.sandboxd.failure.FailedRun;
@@ -226,7 +227,7 @@ public final class SessionPods {
             if (!usable(ready.get(), hash)) {
                 continue;
             }
-            Pod touched = markUsed(ready.get());
+            Pod touched = mark(ready.get(), PoolMarks::runStarted);
             if (touched != null) {
                 String ip = touched.getStatus() != null && touched.getStatus().getPodIP() != null
                         ? touched.getStatus().getPodIP() : ready.get().getStatus().getPodIP();
@@ -318,14 +319,15 @@ public final class SessionPods {
     }
 
     /**
-     * Records a use with a conditional update, so that it and the leader's idle mark cannot both succeed.
+     * Records a run's start or end with a conditional update, so that it and the leader's idle mark cannot both succeed.
      *
+     * @param marks {@link PoolMarks#runStarted} or {@link PoolMarks#runEnded}
      * @return the updated pod, or {@code null} when the pod was marked expiring or vanished first
      */
-    private Pod markUsed(Pod pod) {
+    private Pod mark(Pod pod, BiFunction<Pod, Instant, Pod> marks) {
         Pod base = pod;
         for (int attempt = 0; attempt < 3 && base != null; attempt++) {
-            PodWrites.Update update = writes.updateIfUnchanged(PoolMarks.used(base, clock.instant()));
+            PodWrites.Update update = writes.updateIfUnchanged(marks.apply(base, clock.instant()));
             switch (update.outcome()) {
             case UPDATED:
                 return update.pod();
@@ -342,7 +344,7 @@ public final class SessionPods {
     }
 
     private void touch(String name) {
-        cache.pod(name).ifPresent(this::markUsed);
+        cache.pod(name).ifPresent(pod -> mark(pod, PoolMarks::runEnded));
     }
 
     private Duration remaining(Instant deadline) {

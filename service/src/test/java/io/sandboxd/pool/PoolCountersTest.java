@@ -223,7 +223,7 @@ class PoolCountersTest {
     }
 
     @Test
-    void inFlightCountsPoolPodsHandedToARunOnly() {
+    void inFlightCountsPoolPodsHandedToARunAndSessionRunsUnderWay() {
         Instant now = Instant.parse("2026-01-01T00:00:00Z");
         Pod warm = pod("warm");
         Pod reserved = PoolMarks.reserved(pod("reserved"), "replica-a", now.plusSeconds(100));
@@ -233,9 +233,17 @@ class PoolCountersTest {
                 .editMetadata().withDeletionTimestamp(now.toString()).endMetadata().build();
         Pod finished = new PodBuilder(PoolMarks.claimed(pod("finished"), "replica-b/req-3", now, "proj"))
                 .withNewStatus().withPhase("Failed").endStatus().build();
-        Pod session = new SnippetPodSpec(NS, TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT)
-                .sessionPod("abc", "replica-b/req-4", Map.of());
-        assertEquals(1, PoolCounters.inFlight(List.of(warm, reserved, running, trimmed, deleting, finished, session)));
+        SnippetPodSpec spec = new SnippetPodSpec(NS, TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT);
+        Pod idleSession = spec.sessionPod("abc", "replica-b/req-4", Map.of());
+        Pod sessionRunning = PoolMarks.runStarted(spec.sessionPod("def", "replica-b/req-5", Map.of()), now);
+        Pod sessionRunOver = PoolMarks.runEnded(sessionRunning, now.plusSeconds(2));
+        Pod sessionLeftByACrash = PoolMarks.runStarted(spec.sessionPod("ghi", "replica-c/req-6", Map.of()),
+                                                       now.minusSeconds(120));
+        assertEquals(2, PoolCounters.inFlight(List.of(warm, reserved, running, trimmed, deleting, finished, idleSession,
+                                                      sessionRunning, sessionRunOver, sessionLeftByACrash),
+                                              now.minusSeconds(61)),
+                     "the claimed pool pod and the session with a run under way; not the run that ended, nor one "
+                             + "started longer ago than the longest run");
     }
 
     // ---- helpers ----
@@ -256,7 +264,7 @@ class PoolCountersTest {
             awaitSynced(snippets);
             awaitSynced(tools);
             created = PoolRecord.inCluster(client, NS);
-            counters = new PoolCounters(snippets, created);
+            counters = new PoolCounters(snippets, created, Clock.systemUTC(), io.sandboxd.TestSettings.BUDGET.longestRun());
             PodWrites writes = new PodWrites(client, NS, TestSeal.SEAL);
             pool = new WarmPool(snippets, writes, id, Clock.systemUTC(), 0, WarmPoolTest.TIMES, ip -> true, pod -> true);
             reconciler = new PoolReconciler(snippets, tools, writes,

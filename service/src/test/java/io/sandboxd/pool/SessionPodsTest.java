@@ -34,6 +34,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -126,12 +127,18 @@ class SessionPodsTest {
                                             Clock.systemUTC(), Duration.ofSeconds(10), Duration.ofMillis(300), BOUNDS);
         ClaimedPod first = threads.submit(() -> quick.claim("proj-a", "agent", "conv-turns", "req-1"))
                 .get(20, TimeUnit.SECONDS);
+        assertTrue(client.pods().inNamespace(NS).withName(first.name()).get().getMetadata().getAnnotations()
+                           .containsKey(SandboxLabels.RUN_STARTED_AT), "the run under way is marked (in_flight)");
         FailedRun busy = assertThrows(FailedRun.class, () -> quick.claim("proj-a", "agent", "conv-turns", "req-2"));
         assertInstanceOf(Failure.SessionBusy.class, busy.failure());
         quick.release(first.name()); // on another thread than the claim, as a run's answer may be
         ClaimedPod second = threads.submit(() -> quick.claim("proj-a", "agent", "conv-turns", "req-3"))
                 .get(20, TimeUnit.SECONDS);
         assertEquals(first.name(), second.name(), "the session's next run gets the same pod");
+        quick.release(second.name());
+        assertFalse(client.pods().inNamespace(NS).withName(first.name()).get().getMetadata().getAnnotations()
+                            .containsKey(SandboxLabels.RUN_STARTED_AT), "no run under way once released");
+        second = threads.submit(() -> quick.claim("proj-a", "agent", "conv-turns", "req-4")).get(20, TimeUnit.SECONDS);
         quick.release(second.name());
     }
 

@@ -51,7 +51,7 @@ class ProjectLimitsTest {
         LimitExceeded refused = assertThrows(LimitExceeded.class, () -> runs.run(job("p1", null)));
         assertEquals(ProjectLimit.EXECUTE_IN_FLIGHT, refused.limit());
         assertEquals(1, refused.retryAfterSeconds());
-        assertEquals("project \"p1\" already has 2 snippet runs in flight (limit limits.perProject.executeInFlight): "
+        assertEquals("project \"p1\" already has 2 snippet runs in flight on this replica (limit limits.perProject.executeInFlight): "
                              + "retry after 1 s", refused.getMessage());
 
         SnippetRunner quick = limits.snippets(job -> outcome());
@@ -87,7 +87,7 @@ class ProjectLimitsTest {
         threads.submit(() -> calls.call(toolJob("p1")));
         assertEquals(true, calling.await(10, TimeUnit.SECONDS));
         LimitExceeded refused = assertThrows(LimitExceeded.class, () -> calls.call(toolJob("p1")));
-        assertEquals("project \"p1\" already has 1 tool calls in flight (limit limits.perProject.callInFlight): "
+        assertEquals("project \"p1\" already has 1 tool calls in flight on this replica (limit limits.perProject.callInFlight): "
                              + "retry after 1 s", refused.getMessage());
     }
 

@@ -146,6 +146,38 @@ class PoolCountersIT {
                 all.size(), sources.size(), createdBefore, createdAfter, distinct, RUNS, after);
     }
 
+    /**
+     * "in_flight: Executions running at this moment" (the API reference): a run in a D4 session counts too, on every
+     * replica, and only while it runs. The session's first run opens its pod; the second sleeps while every source is
+     * asked. Defence off (the session run not marked on its pod): every source keeps answering 0.
+     */
+    @Test
+    void aSessionRunUnderWayCountsInFlightOnEveryReplica() throws Exception {
+        Map<String, URI> sources = new LinkedHashMap<>();
+        sources.put("service", sandboxd.serviceUri());
+        for (int i = 0; i < sandboxd.replicas().size(); i++) {
+            sources.put("replica-" + i, sandboxd.replicas().get(i));
+        }
+        sandboxd.awaitWarmPool();
+        awaitAgreement(sources);
+        String session = "in-flight-" + java.util.UUID.randomUUID();
+        ApiResponse opened = sandboxd.execute(Map.of("session_id", session, "code", "x = 1"));
+        assertEquals(200, opened.status(), opened.toString());
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            Future<ApiResponse> run = threads.submit(() -> sandboxd.execute(Map.of(
+                    "session_id", session, "code", "import time\ntime.sleep(8)\nprint(x)", "timeout_s", 20)));
+            for (Map.Entry<String, URI> source : sources.entrySet()) {
+                await().atMost(Duration.ofSeconds(6)).pollInterval(Duration.ofMillis(100)).until(
+                        () -> poll(source.getKey(), source.getValue()).pool().path("in_flight").asInt() >= 1);
+            }
+            ApiResponse done = run.get(1, TimeUnit.MINUTES);
+            assertEquals(200, done.status(), done.toString());
+            assertEquals("1\n", done.json().path("stdout").asText(), done.toString());
+        }
+        JsonNode after = awaitAgreement(sources);
+        assertEquals(0, after.path("in_flight").asInt(), "the session run is over: " + after);
+    }
+
     private static Sample poll(String source, URI uri) {
         long start = System.nanoTime();
         ApiResponse r = sandboxd.send(uri, "GET", "/v1/pool", null, null);

@@ -43,7 +43,7 @@ class TenantsIT {
             "project \"[^\"]+\" already has (\\d+) open sessions \\(limit limits\\.perProject\\.sessions\\): "
                     + "retry after (\\d+) s");
     private static final Pattern EXECUTE_REFUSED = Pattern.compile(
-            "project \"[^\"]+\" already has \\d+ snippet runs in flight \\(limit limits\\.perProject\\.executeInFlight\\): "
+            "project \"[^\"]+\" already has \\d+ snippet runs in flight on this replica \\(limit limits\\.perProject\\.executeInFlight\\): "
                     + "retry after \\d+ s");
 
     private static Sandboxd sandboxd;
