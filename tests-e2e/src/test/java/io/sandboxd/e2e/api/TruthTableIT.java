@@ -3,10 +3,16 @@ package io.sandboxd.e2e.api;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
+import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.Collectors;
 
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Attacks;
@@ -22,50 +28,84 @@ import io.sandboxd.e2e.support.TestPods;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.readiness.Readiness;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Issue 22 point 2: isolation as a generated truth table, not a list of attacks. Every source (a snippet, a tool, a
- * pod of another namespace that no policy covers, a hostNetwork pod, i.e. the node) against every destination (a
- * sandboxd replica and its Service, CoreDNS and the cluster DNS Service, the API server by its Service and the node,
- * the kubelet, another sandbox, the simulated public, metadata and private targets) on every channel each one serves
- * (TCP; DNS over UDP and TCP): the expected verdict of each cell is derived from the NetworkPolicies the cluster holds
- * ({@link NetworkPolicyModel}, a Service cell judged at the endpoint it is translated to), the measured one from the
- * probe inside the real source pod (only silence counts as closed). The test fails on any difference and prints the
- * whole diff; every cell expected open is its own positive control. In the manner of Kubernetes' netpol e2e
- * reachability matrix and cyclonus.
+ * Issue 22 point 2: isolation as a generated truth table, not a list of attacks. Every source (a snippet, a session
+ * run, a tool, an agent's pod in a client namespace, a pod of the release namespace as the helm test runner is, a pod
+ * of another namespace that no policy covers, a hostNetwork pod, i.e. the node) against every destination (a sandboxd
+ * replica and its Service, CoreDNS and the cluster DNS Service, the API server by its Service and on the node, the
+ * kubelet, another sandbox, a tool pod in the middle of its call, the simulated public, metadata and private targets,
+ * the node's IPv6 link-local address and the all-nodes group) on every channel each one serves (TCP; DNS over UDP and
+ * TCP; ICMP echo to every address that is not a Service's): the expected verdict of each cell is derived from the
+ * NetworkPolicies the cluster holds ({@link NetworkPolicyModel}, a Service cell judged at the endpoint it is
+ * translated to), the measured one from the probe inside the real source pod (only silence counts as closed). The
+ * test fails on any difference and prints the whole diff; every cell expected open is its own positive control. In
+ * the manner of Kubernetes' netpol e2e reachability matrix and cyclonus.
  * <p>
- * The claims are then read off the table itself: a snippet's row has no open cell, a tool's opens exactly the public
- * target's web server and cluster DNS. So two kinds of failure show: enforcement that differs from the policies (the
- * diff), and policies that lost a rule (the claims).
+ * The claims are then read off the table itself: the rows of a snippet and a session have no open cell, a tool's
+ * opens exactly the public target's web server and cluster DNS, and only sandboxd's own clients (agents, the release
+ * namespace) and the node reach sandboxd. So two kinds of failure show: enforcement that differs from the policies
+ * (the diff), and policies that lost a rule (the claims).
  * <p>
- * ICMP and multicast are not cells here: a sandbox cannot open an ICMP socket at all (ChannelsIT shows the policy
- * drops ICMP from a pod that may ping), and a multicast datagram has no destination pod for a policy to select
- * (MulticastIT). Mutations: the model without the node's exception (a hostNetwork pod reaches every pod) gives the
- * node's cells to other sandboxes and sandboxd as closed, measured open (the diff); the tool policy without the node
- * in {@code extraBlockedCidrs} opens the tool's API-server and kubelet cells (the claims).
+ * Sandbox pods cannot open a ping socket, so their ICMP cells are closed twice over; ChannelsIT shows the policy
+ * alone drops ICMP from a pod with a sandbox's labels that may ping, and the client, release-namespace and other
+ * pods here may ping, so their ICMP cells test the destinations' ingress rules. A multicast or broadcast datagram has
+ * no destination pod for a policy to select, so those are measured at a listener instead (MulticastIT). Mutations:
+ * the model without the node's exception (a hostNetwork pod reaches every pod) gives the node's cells to other
+ * sandboxes, the tool pod and sandboxd as closed, measured open (the diff); without the pod network's IPv4-only fact
+ * every IPv6 cell of the pods no policy covers is expected open, measured closed; the tool policy without the node in
+ * {@code extraBlockedCidrs} opens the tool's API-server and kubelet cells (the claims).
  */
 @IsolationTest
 class TruthTableIT {
+    private static final String RELEASE_POD = "e2e-truth-release";
     private static Sandboxd sandboxd;
+    private static TestPods client;
     private static TestPods outside;
     private static TestPods hostNet;
 
-    /** One destination: where to connect, what the policies judge (the endpoint behind a Service), what it serves. */
+    /**
+     * One destination: where to connect, what the policies judge (the endpoint behind a Service), what it serves
+     * (channel to port; ICMP has port 0).
+     */
     private record Destination(String name, String address, Endpoint judged, Map<String, Integer> channels,
                                Map<String, Integer> judgedPorts) {
+        String spec(String channel) {
+            String host = address.contains(":") ? "[" + address + "]" : address;
+            return channel.equals("icmp") ? "icmp:" + address : channel + ":" + host + ":" + channels.get(channel);
+        }
+
+        /**
+         * Not from the node: its own link-local addresses are no destination from itself, and its ping socket is
+         * closed by the host's {@code ping_group_range}, which a hostNetwork pod cannot set (ICMP from the node is
+         * not an attack: the node is trusted).
+         */
+        boolean applies(Endpoint source, String channel) {
+            return source.kind() != Kind.NODE || !(address.contains(":") || channel.equals("icmp"));
+        }
     }
 
     @BeforeAll
     static void install() {
         sandboxd = Sandboxd.get();
+        // The pods of the rows no sandbox policy covers may ping (a safe, namespaced sysctl), so that their ICMP
+        // cells test the destination's ingress rules rather than a missing ping socket.
+        client = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-truth-client",
+                                           Map.of("e2e", "truth-client", "sandboxd.io/client", "true"));
+        client.startSleeper("agent", Map.of("role", "agent"), TruthTableIT::mayPing);
         outside = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-truth-outside", Map.of("e2e", "truth-outside"));
-        outside.startSleeper("outside", Map.of("role", "outside"));
+        outside.startSleeper("outside", Map.of("role", "outside"), TruthTableIT::mayPing);
+        TestPods.inNamespace(sandboxd.k8s(), Sandboxd.RELEASE_NAMESPACE).startSleeper(RELEASE_POD,
+                Map.of("app.kubernetes.io/name", "sandboxd-e2e-truth", "app.kubernetes.io/component", "probe"),
+                TruthTableIT::mayPing);
         hostNet = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-truth-hostnet",
                 Map.of("e2e", "truth-hostnet", "pod-security.kubernetes.io/enforce", "privileged"));
         hostNet.startSleeper("node", Map.of("role", "node"), b -> b.editSpec().withHostNetwork(true).endSpec());
@@ -73,12 +113,15 @@ class TruthTableIT {
 
     @AfterAll
     static void cleanUp() {
+        client.close();
         outside.close();
         hostNet.close();
+        sandboxd.k8s().pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(RELEASE_POD).withGracePeriod(0)
+                .delete();
     }
 
     @Test
-    void everyCellMeasuredIsTheCellThePoliciesGive() {
+    void everyCellMeasuredIsTheCellThePoliciesGive() throws Exception {
         KubernetesClient k8s = sandboxd.k8s();
         NetworkPolicyModel model = new NetworkPolicyModel(k8s.network().v1().networkPolicies().inAnyNamespace().list()
                 .getItems());
@@ -96,80 +139,107 @@ class TruthTableIT {
                 .getFirst();
         String sandboxdService = k8s.services().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(Sandboxd.RELEASE)
                 .get().getSpec().getClusterIP();
+        // A tool pod in the middle of its call: the call sleeps while the probes run, and its pod is deleted after.
+        Set<String> toolPodsBefore = toolPods().stream().map(p -> p.getMetadata().getName())
+                .collect(Collectors.toSet());
+        ExecutorService background = Executors.newVirtualThreadPerTaskExecutor();
+        Future<ApiResponse> sleepingCall = background.submit(() -> sandboxd.call(Map.of(
+                "image", Sandboxd.AGENT_IMAGE, "function", "run_code", "timeout_s", 120,
+                "args", Map.of("code", "import time; time.sleep(115)", "timeout_s", 118))));
+        Pod toolPod = await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(250))
+                .until(() -> toolPods().stream().filter(p -> !toolPodsBefore.contains(p.getMetadata().getName())
+                        && Readiness.isPodReady(p)).findFirst(), Optional::isPresent).orElseThrow();
+        String linkLocal = nodeLinkLocal("cni0");
+        Endpoint nodeLinkLocal = new Endpoint("node link-local", linkLocal, null, Map.of(), Map.of(), Kind.NODE);
+        Endpoint allNodes = new Endpoint("all nodes", "ff02::1", null, Map.of(), Map.of(), Kind.NODE);
 
         List<Destination> destinations = new ArrayList<>(List.of(
                 new Destination("sandboxd replica", ip(sandboxdPod), endpoint(sandboxdPod),
-                                Map.of("tcp", 8080), Map.of()),
+                                Map.of("tcp", 8080, "icmp", 0), Map.of()),
                 new Destination("sandboxd Service", sandboxdService, endpoint(sandboxdPod), Map.of("tcp", 8080),
                                 Map.of()),
-                new Destination("CoreDNS pod", ip(coreDns), endpoint(coreDns), Map.of("udp-dns", 53, "tcp-dns", 53),
-                                Map.of()),
+                new Destination("CoreDNS pod", ip(coreDns), endpoint(coreDns),
+                                Map.of("udp-dns", 53, "tcp-dns", 53, "icmp", 0), Map.of()),
                 new Destination("cluster DNS Service", Env.CLUSTER_DNS, endpoint(coreDns),
                                 Map.of("udp-dns", 53, "tcp-dns", 53), Map.of()),
                 new Destination("API server Service", "10.96.0.1", node, Map.of("tcp", 443), Map.of("tcp", 6443)),
-                new Destination("API server on the node", nodeIp, node, Map.of("tcp", 6443), Map.of()),
+                new Destination("node", nodeIp, node, Map.of("tcp", 6443, "icmp", 0), Map.of()),
                 new Destination("kubelet", nodeIp, node, Map.of("tcp", 10250), Map.of()),
-                new Destination("another sandbox", ip(otherSandbox), endpoint(otherSandbox), Map.of("tcp", 8080),
+                new Destination("another sandbox", ip(otherSandbox), endpoint(otherSandbox),
+                                Map.of("tcp", 8080, "icmp", 0), Map.of()),
+                new Destination("tool pod mid-call", ip(toolPod), endpoint(toolPod), Map.of("tcp", 8080, "icmp", 0),
                                 Map.of()),
-                external("public", Env.PUBLIC_TARGET, Map.of("tcp", 80, "udp-dns", 53, "tcp-dns", 53))));
+                new Destination("node link-local", linkLocal + "%eth0", nodeLinkLocal,
+                                Map.of("tcp", 6443, "tcp-dns", 53), Map.of()),
+                new Destination("all nodes ff02::1", "ff02::1%eth0", allNodes, Map.of("udp-dns", 53), Map.of()),
+                external("public", Env.PUBLIC_TARGET, Map.of("tcp", 80, "udp-dns", 53, "tcp-dns", 53, "icmp", 0))));
         for (String target : Env.BLOCKED_TARGETS) {
-            destinations.add(external("blocked range " + target, target, Map.of("tcp", 80)));
+            destinations.add(external("blocked range " + target, target, Map.of("tcp", 80, "icmp", 0)));
         }
 
-        Map<String, Boolean> expected = new TreeMap<>();
-        Map<String, String> specs = new LinkedHashMap<>();
-        Map<String, Endpoint> sources = new LinkedHashMap<>();
+        Map<String, String> cellNames = new LinkedHashMap<>();
         List<String> probeArgs = new ArrayList<>(List.of("--timeout", "2"));
         for (Destination d : destinations) {
-            d.channels().forEach((channel, port) -> {
-                String spec = channel + ":" + d.address() + ":" + port;
-                specs.put(spec, d.name() + " " + channel + ":" + port);
-                probeArgs.addAll(List.of("--closed", spec));
-            });
+            for (String channel : d.channels().keySet()) {
+                cellNames.put(d.spec(channel), d.name() + " " + channel + (channel.equals("icmp") ? ""
+                        : ":" + d.channels().get(channel)));
+                probeArgs.addAll(List.of("--closed", d.spec(channel)));
+            }
         }
 
-        // Measured from inside each real source; the snippet's and the tool's own pod tell their labels and address.
+        // Measured from inside each real source. A sandbox pod is deleted right after its run: the model judges it by
+        // the labels every pod of its kind has (a snippet's are the session pod's, which stays; a tool's, those of the
+        // tool pod mid-call, which every tool pod shares), and its address by the pod network, not one pod's.
+        Map<String, Endpoint> sources = new LinkedHashMap<>();
         Map<String, Map<String, Boolean>> measured = new LinkedHashMap<>();
-        // A sandbox pod is deleted right after its run: the model judges it by the labels every pod of its kind has
-        // (a snippet's are the session pod's, which stays; a tool's, those ToolPodSpec gives every tool pod).
+        Map<String, Boolean> sandboxRows = new LinkedHashMap<>(); // source -> whether it is a snippet's
+        sources.put("snippet", asAnotherPod(endpoint(otherSandbox)));
         measured.put("snippet", open(Attacks.fromSnippet(sandboxd, probeArgs)));
-        sources.put("snippet", endpoint(otherSandbox));
+        sources.put("session run", asAnotherPod(endpoint(otherSandbox)));
+        measured.put("session run", open(fromSession(probeArgs)));
+        sources.put("tool", asAnotherPod(endpoint(toolPod)));
         measured.put("tool", open(Attacks.fromTool(sandboxd, probeArgs)));
-        sources.put("tool", new Endpoint("tool", "10.244.255.254", Sandboxd.SANDBOX_NAMESPACE,
-                                         Map.of("sandboxd.io/kind", "tool", "app.kubernetes.io/managed-by", "sandboxd"),
-                                         namespaceLabels(Sandboxd.SANDBOX_NAMESPACE), Kind.POD));
+        sources.put("agent pod (client namespace)", endpoint(pod(client.namespace(), "agent")));
+        measured.put("agent pod (client namespace)", open(Attacks.fromPod(client, "agent", probeArgs)));
+        sources.put("pod of the release namespace", endpoint(pod(Sandboxd.RELEASE_NAMESPACE, RELEASE_POD)));
+        measured.put("pod of the release namespace", open(Attacks.fromPod(
+                TestPods.inNamespace(k8s, Sandboxd.RELEASE_NAMESPACE), RELEASE_POD, probeArgs)));
         sources.put("pod of another namespace", endpoint(pod(outside.namespace(), "outside")));
         measured.put("pod of another namespace", open(Attacks.fromPod(outside, "outside", probeArgs)));
         sources.put("node (hostNetwork pod)", node);
         measured.put("node (hostNetwork pod)", open(Attacks.fromPod(hostNet, "node", probeArgs)));
+        k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(toolPod).withGracePeriod(0).delete();
+        background.shutdown();
 
         List<String> diff = new ArrayList<>();
-        List<String> snippetOpen = new ArrayList<>();
-        List<String> toolOpen = new ArrayList<>();
-        Map<String, int[]> byClass = new TreeMap<>();
+        Map<String, List<String>> openBySource = new LinkedHashMap<>();
+        Map<String, List<String>> openByDestination = new LinkedHashMap<>();
+        Map<String, int[]> byClass = new LinkedHashMap<>();
         int cells = 0;
         int expectedOpen = 0;
         int measuredOpen = 0;
         for (Map.Entry<String, Endpoint> source : sources.entrySet()) {
             for (Destination d : destinations) {
                 for (Map.Entry<String, Integer> channel : d.channels().entrySet()) {
-                    String spec = channel.getKey() + ":" + d.address() + ":" + channel.getValue();
+                    if (!d.applies(source.getValue(), channel.getKey())) {
+                        continue;
+                    }
+                    String spec = d.spec(channel.getKey());
                     int port = d.judgedPorts().getOrDefault(channel.getKey(), channel.getValue());
-                    String protocol = channel.getKey().startsWith("udp") ? "UDP" : "TCP";
+                    String protocol = channel.getKey().equals("icmp") ? "ICMP"
+                            : channel.getKey().startsWith("udp") ? "UDP" : "TCP";
                     boolean want = model.allows(source.getValue(), d.judged(), protocol, port);
                     Boolean got = measured.get(source.getKey()).get(spec);
-                    String cell = source.getKey() + " -> " + specs.get(spec);
+                    String cell = source.getKey() + " -> " + cellNames.get(spec);
                     cells++;
                     expectedOpen += want ? 1 : 0;
                     measuredOpen += Boolean.TRUE.equals(got) ? 1 : 0;
                     int[] counts = byClass.computeIfAbsent(source.getKey(), k -> new int[2]);
                     counts[0]++;
                     counts[1] += want ? 1 : 0;
-                    if (want && source.getKey().equals("snippet")) {
-                        snippetOpen.add(specs.get(spec));
-                    }
-                    if (want && source.getKey().equals("tool")) {
-                        toolOpen.add(specs.get(spec));
+                    if (want) {
+                        openBySource.computeIfAbsent(source.getKey(), k -> new ArrayList<>()).add(cellNames.get(spec));
+                        openByDestination.computeIfAbsent(d.name(), k -> new ArrayList<>()).add(source.getKey());
                     }
                     if (got == null || got != want) {
                         diff.add(cell + ": policies say " + (want ? "open" : "closed") + ", measured "
@@ -179,8 +249,9 @@ class TruthTableIT {
             }
         }
         StringBuilder table = new StringBuilder("[e2e] runtime " + (Env.runtimeClass().isEmpty() ? "runc"
-                : Env.runtimeClass()) + ", truth table: " + cells + " cells, " + expectedOpen + " expected open, "
-                + measuredOpen + " measured open;");
+                : Env.runtimeClass()) + ", truth table: " + sources.size() + " sources x " + cellNames.size()
+                + " destination channels = " + cells + " cells, " + expectedOpen + " expected open, " + measuredOpen
+                + " measured open;");
         byClass.forEach((source, counts) -> table.append(" ").append(source).append(" ").append(counts[1]).append("/")
                 .append(counts[0]).append(" open;"));
         System.out.println(table);
@@ -188,13 +259,66 @@ class TruthTableIT {
                 + String.join("\n  ", diff) + "\n" + table);
         assertTrue(expectedOpen > 0 && expectedOpen < cells, "the table has open and closed cells: " + table);
         // The claims, read off the table the policies give (so a policy that loses a rule fails here even though
-        // enforcement then agrees with it): a snippet reaches nothing; a tool only the public target's web server and
-        // cluster DNS.
-        assertEquals(List.of(), snippetOpen, "a snippet reaches nothing");
+        // enforcement then agrees with it): a snippet reaches nothing, in a session neither; a tool only the public
+        // target's web server and cluster DNS; sandboxd only its clients and the node (the kubelet's probes).
+        assertEquals(List.of(), openBySource.getOrDefault("snippet", List.of()), "a snippet reaches nothing");
+        assertEquals(List.of(), openBySource.getOrDefault("session run", List.of()), "a session run reaches nothing");
         List<String> toolMay = List.of("public tcp:80", "CoreDNS pod udp-dns:53", "CoreDNS pod tcp-dns:53",
                                        "cluster DNS Service udp-dns:53", "cluster DNS Service tcp-dns:53");
+        List<String> toolOpen = openBySource.getOrDefault("tool", List.of());
         assertTrue(toolMay.containsAll(toolOpen) && toolOpen.containsAll(toolMay),
                    "a tool reaches the public internet and cluster DNS only: " + toolOpen);
+        for (String sandboxdCell : List.of("sandboxd replica", "sandboxd Service")) {
+            assertEquals(new java.util.TreeSet<>(List.of("agent pod (client namespace)", "pod of the release namespace",
+                                                         "node (hostNetwork pod)")),
+                         new java.util.TreeSet<>(openByDestination.getOrDefault(sandboxdCell, List.of())),
+                         "only sandboxd's clients and the node reach " + sandboxdCell);
+        }
+        for (String sandboxCell : List.of("another sandbox", "tool pod mid-call")) {
+            assertEquals(List.of("node (hostNetwork pod)"), openByDestination.getOrDefault(sandboxCell, List.of())
+                    .stream().distinct().toList(), "no pod but sandboxd (not in the table) reaches " + sandboxCell);
+        }
+    }
+
+    /** The probe run in a D4 session of its own (not the session kept as a destination). */
+    private static Report fromSession(List<String> args) {
+        ApiResponse r = sandboxd.execute(Map.of("session_id", "truth-source-" + UUID.randomUUID(),
+                                                "code", Attacks.probeCode(args), "timeout_s", 60));
+        assertEquals(200, r.status(), r.toString());
+        return new Report(r.json().path("exit_code").asInt(), r.json().path("stdout").asText()
+                + r.json().path("stderr").asText(), r.json().path("sandbox_id").asText());
+    }
+
+    private static List<Pod> toolPods() {
+        return sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("sandboxd.io/kind", "tool")
+                .list().getItems().stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null).toList();
+    }
+
+    /**
+     * The node's IPv6 link-local address on the pod network's bridge, as a pod would find it (ARP, then EUI-64): read
+     * from the node itself, where the test runs.
+     */
+    private static String nodeLinkLocal(String bridge) throws java.io.IOException {
+        for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/net/if_inet6"))) {
+            String[] f = line.trim().split("\\s+");
+            if (f.length == 6 && f[5].equals(bridge) && f[0].startsWith("fe80")) {
+                return java.net.InetAddress.getByName(f[0].replaceAll("(.{4})(?!$)", "$1:")).getHostAddress()
+                        .replaceAll("%.*", "");
+            }
+        }
+        throw new AssertionError("no link-local address on " + bridge + " in /proc/net/if_inet6");
+    }
+
+    /** A pod of the same kind and labels as the one given, at another address of the pod network. */
+    private static Endpoint asAnotherPod(Endpoint pod) {
+        return new Endpoint(pod.name(), "10.244.255.254", pod.namespace(), pod.labels(), pod.namespaceLabels(),
+                            pod.kind());
+    }
+
+    private static io.fabric8.kubernetes.api.model.PodBuilder mayPing(io.fabric8.kubernetes.api.model.PodBuilder b) {
+        return b.editSpec().editOrNewSecurityContext()
+                .withSysctls(new io.fabric8.kubernetes.api.model.Sysctl("net.ipv4.ping_group_range", "0 2147483647"))
+                .endSecurityContext().endSpec();
     }
 
     /** What the probe found for each {@code --closed} spec: true when something answered. */

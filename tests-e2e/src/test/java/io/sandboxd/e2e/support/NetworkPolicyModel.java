@@ -17,9 +17,11 @@ import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyPort;
  * The verdict NetworkPolicy gives one connection, derived from the policies as the cluster holds them (the chart's
  * rendering, installed): the source's egress rules, then the destination's ingress rules, each allowing everything
  * when no policy of that type selects the pod (Kubernetes' semantics; cyclonus and the netpol e2e suite model it the
- * same way). One fact of the cluster, not of the policies, is modelled too: traffic from the node itself (and so from a
- * hostNetwork pod) always reaches a pod, whatever its ingress rules (kube-router, like most enforcers, lets the node
- * through for its probes).
+ * same way). Two facts of the cluster, not of the policies, are modelled too: traffic from the node itself (and so from
+ * a hostNetwork pod) always reaches a pod, whatever its ingress rules (kube-router, like most enforcers, lets the node
+ * through for its probes); and the pod network carries IPv4 only (IPv6 off in every pod and its frames dropped on the
+ * node's bridge, as the chart README asks of a cluster whose policies are enforced for IPv4 alone), so no pod sends
+ * over IPv6 whatever its egress rules.
  */
 public final class NetworkPolicyModel {
 
@@ -49,11 +51,14 @@ public final class NetworkPolicyModel {
     /**
      * @param from     the sender
      * @param to       the receiver (for a Service address: the endpoint it is translated to)
-     * @param protocol TCP or UDP
+     * @param protocol TCP, UDP or ICMP (which a rule that lists ports never allows)
      * @param port     destination port
      * @return whether the policies let the connection through
      */
     public boolean allows(Endpoint from, Endpoint to, String protocol, int port) {
+        if (from.isPod() && to.ip().contains(":")) {
+            return false; // the pod network carries IPv4 only
+        }
         return egressAllows(from, to, protocol, port) && ingressAllows(from, to, protocol, port);
     }
 

@@ -41,6 +41,11 @@ public final class TestPods implements AutoCloseable {
         return new TestPods(k8s, namespace);
     }
 
+    /** Pods in a namespace that exists and stays (the release namespace): delete each pod yourself, not close(). */
+    public static TestPods inNamespace(KubernetesClient k8s, String namespace) {
+        return new TestPods(k8s, namespace);
+    }
+
     public String namespace() {
         return namespace;
     }
