@@ -130,7 +130,7 @@ start kube-apiserver kube-apiserver \
   --kubelet-preferred-address-types=InternalIP \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
-  --profiling=false --v=1
+  --feature-gates="$FEATURE_GATES" --profiling=false --v=1
 wait_for kube-apiserver 60 curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "https://$NODE_IP:6443/readyz"
 log "kube-apiserver ready"
 t_api=$(date +%s.%N)
@@ -258,7 +258,7 @@ EOF
 # Pods get cluster DNS only; the host's resolver is never handed to them.
 echo "nameserver $CLUSTER_DNS_IP" > "$CLUSTER_STATE/resolv.conf"
 start kubelet kubelet --config="$CLUSTER_STATE/kubelet-config.yaml" --kubeconfig="$CLUSTER_STATE/kubelet.kubeconfig" \
-  --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --root-dir="$KUBELET_ROOT" --v=1
+  --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --root-dir="$KUBELET_ROOT" --feature-gates="$FEATURE_GATES" --v=1
 
 K() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 wait_for "node $NODE_NAME registered" 60 K get node "$NODE_NAME"

@@ -12,4 +12,9 @@ COPY probe/ /opt/sandboxd/probe/
 RUN mkdir -p /data && chmod 1777 /data \
     && echo "world-writable (1777): only the read-only root keeps a tool from writing here" > /data/README
 VOLUME /data
+# A hostile image's groups: /etc/passwd names uid 1999999 (the top of sandboxUidRange) and /etc/group makes it a member
+# of group 4242. containerd adds such a group to the container's processes unless the pod's supplementalGroupsPolicy is
+# Strict; an image could list every uid of the range (SupplementalGroupsIT).
+RUN echo "e2e-groups:x:1999999:1999999::/nonexistent:/usr/sbin/nologin" >> /etc/passwd \
+    && echo "e2e-extra:x:4242:e2e-groups" >> /etc/group
 USER 65532:65532

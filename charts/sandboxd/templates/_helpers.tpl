@@ -187,6 +187,18 @@ Usernames allowed to create pods in the sandbox namespace (admission param allow
 {{- end }}
 
 {{/*
+The supplementalGroupsPolicy of sandbox pods in force (value supplementalGroupsPolicy; empty: Strict on Kubernetes
+1.33+, where the feature is on by default, else none): sandboxd, the probe pods and sandboxd-run-as-non-root read it.
+*/}}
+{{- define "sandboxd.supplementalGroupsPolicy" -}}
+{{- if .Values.supplementalGroupsPolicy }}
+{{- .Values.supplementalGroupsPolicy }}
+{{- else if semverCompare ">=1.33-0" .Capabilities.KubeVersion.Version }}
+{{- "Strict" }}
+{{- end }}
+{{- end }}
+
+{{/*
 The range of sandbox pod uids (sandboxUidRange), checked: sandboxd and the admission policy
 sandboxd-run-as-non-root both read it.
 */}}
@@ -222,6 +234,9 @@ runAsNonRoot: true
 runAsUser: {{ .uid }}
 runAsGroup: {{ .uid }}
 fsGroup: {{ .uid }}
+{{- with include "sandboxd.supplementalGroupsPolicy" $ }}
+supplementalGroupsPolicy: {{ . }}
+{{- end }}
 seccompProfile:
   type: {{ $.Values.seccomp.profileType }}
   {{- if eq $.Values.seccomp.profileType "Localhost" }}

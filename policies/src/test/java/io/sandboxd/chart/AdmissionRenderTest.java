@@ -75,10 +75,31 @@ class AdmissionRenderTest {
         Map.entry("allowedPriorityClasses", ""),
         Map.entry("sandboxUidMin", "1000000"),
         Map.entry("sandboxUidMax", "1999999"),
-        Map.entry("runtimeClassName", "")),
+        Map.entry("runtimeClassName", ""),
+        Map.entry("supplementalGroupsPolicy", "")),
         params.get("data"));
     assertEquals(PolicyFiles.defaultParams().get("data"), params.get("data"),
         "the policy tests evaluate with the params the chart renders");
+  }
+
+  /**
+   * supplementalGroupsPolicy: Strict where the cluster keeps the field (1.33+, on by default; earlier only with the
+   * feature gate, so an admin says Strict), for sandboxd, its admission params and the probe pods alike; empty before,
+   * where the API server would drop the field and a policy demanding it would refuse every sandbox pod.
+   */
+  @Test
+  void supplementalGroupsAreStrictWhereTheClusterKeepsTheField() {
+    for (Map.Entry<HelmChart.Rendered, String> rendered : List.of(
+        Map.entry(HelmChart.render(), ""),
+        Map.entry(HelmChart.renderFor("1.33.0", Map.of()), "Strict"),
+        Map.entry(HelmChart.render(values("supplementalGroupsPolicy", "Strict")), "Strict"),
+        Map.entry(HelmChart.renderFor("1.34.1", values("supplementalGroupsPolicy", "Merge")), "Merge"))) {
+      String want = rendered.getValue();
+      assertEquals(want, at(rendered.getKey().get("ConfigMap", "sandboxd-admission-params"), "data",
+          "supplementalGroupsPolicy"));
+      assertEquals(want, at(SandboxdConfigTest.applicationYaml(rendered.getKey()), "sandbox", "security",
+          "supplementalGroupsPolicy"));
+    }
   }
 
   @Test

@@ -39,7 +39,8 @@ final class BuiltPods {
     SandboxConfig config = ChartDefaultsTest.asSandboxdReadsIt(rendered);
     SecuritySettings read = config.security();
     SecuritySettings security = new SecuritySettings(read.seccompProfileType(), read.seccompLocalhostProfile(),
-        read.runtimeClassName(), read.isolationGate().withOwnAddress(ownAddress), read.sandboxUids());
+        read.runtimeClassName(), read.isolationGate().withOwnAddress(ownAddress), read.sandboxUids(),
+        read.supplementalGroupsPolicy());
     SnippetPodSpec snippets = new SnippetPodSpec(config.namespace(), config.snippet(), security);
     ToolPodSpec tools = new ToolPodSpec(config.namespace(), config.tool(), security, config.snippet().image());
     Map<String, Map<String, Object>> pods = new LinkedHashMap<>();

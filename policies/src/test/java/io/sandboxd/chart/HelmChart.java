@@ -76,6 +76,11 @@ public final class HelmChart {
     return render(CHART, release, values);
   }
 
+  /** Renders as for a cluster of another Kubernetes version than {@value #KUBE_VERSION}. */
+  public static Rendered renderFor(String kubeVersion, Map<String, Object> values) {
+    return render(CHART, RELEASE, values, kubeVersion);
+  }
+
   /**
    * Renders with the {@code helm test} hooks included. helm-java's template, like
    * {@code helm install --dry-run} without hooks, leaves hooks out; so this renders a scratch copy
@@ -127,8 +132,12 @@ public final class HelmChart {
   public static final String RENAMED_HOOK_ANNOTATION = "test.sandboxd.io/helm-hook";
 
   private static Rendered render(Path chart, String release, Map<String, Object> values) {
-    String text = useHelmJava() ? templateWithHelmJava(chart, release, values)
-        : templateWithBinary(chart, release, values);
+    return render(chart, release, values, KUBE_VERSION);
+  }
+
+  private static Rendered render(Path chart, String release, Map<String, Object> values, String kubeVersion) {
+    String text = useHelmJava() ? templateWithHelmJava(chart, release, values, kubeVersion)
+        : templateWithBinary(chart, release, values, kubeVersion);
     return new Rendered(text, Yaml.readAll(text));
   }
 
@@ -157,11 +166,12 @@ public final class HelmChart {
     return new LintResult(List.of(r.output().split("\n")), r.exit() != 0);
   }
 
-  private static String templateWithHelmJava(Path chart, String release, Map<String, Object> values) {
+  private static String templateWithHelmJava(Path chart, String release, Map<String, Object> values,
+      String kubeVersion) {
     TemplateCommand command = new Helm(chart).template()
         .withName(release)
         .withNamespace(RELEASE_NAMESPACE)
-        .withKubeVersion(KUBE_VERSION);
+        .withKubeVersion(kubeVersion);
     values.forEach(command::set);
     try {
       return command.call();
@@ -170,10 +180,11 @@ public final class HelmChart {
     }
   }
 
-  private static String templateWithBinary(Path chart, String release, Map<String, Object> values) {
+  private static String templateWithBinary(Path chart, String release, Map<String, Object> values,
+      String kubeVersion) {
     // --skip-tests: like helm-java, leave the test hooks out (renderWithTestHooks brings them in).
     List<String> args = new ArrayList<>(List.of("template", release, chart.toString(),
-        "--namespace", RELEASE_NAMESPACE, "--kube-version", KUBE_VERSION, "--skip-tests"));
+        "--namespace", RELEASE_NAMESPACE, "--kube-version", kubeVersion, "--skip-tests"));
     values.forEach((k, v) -> args.addAll(List.of("--set", k + "=" + String.valueOf(v).replace(",", "\\,"))));
     Result r = runBinary(args);
     if (r.exit() != 0) {

@@ -71,6 +71,13 @@ class ProbeTest {
     for (Map<String, Object> pod : pods) {
       assertEquals(List.of(), denials(pod, params), "probe pod " + at(pod, "metadata", "generateName"));
     }
+    // Where Strict is in force, the probe pods say it as sandboxd's do.
+    HelmChart.Rendered strict = HelmChart.renderFor("1.33.0", TARGETS);
+    for (Map<String, Object> pod : probePods(strict)) {
+      assertEquals("Strict", at(pod, "spec", "securityContext", "supplementalGroupsPolicy"));
+      assertEquals(List.of(), denials(pod, strict.get("ConfigMap", "sandboxd-admission-params")),
+          "probe pod " + at(pod, "metadata", "generateName"));
+    }
   }
 
   @Test
@@ -91,7 +98,8 @@ class ProbeTest {
 
   @Test
   void theProbePodFixtureIsTheChartsSnippetProbePod() {
-    Map<String, Object> rendered = probePods(HelmChart.render()).get(0);
+    // Rendered as for the harness's cluster, which keeps supplementalGroupsPolicy (AdmissionIT sends the fixture there).
+    Map<String, Object> rendered = probePods(HelmChart.render(values("supplementalGroupsPolicy", "Strict"))).get(0);
     Map<String, Object> fixture = Yaml.readFile(PolicyFiles.GOOD_FIXTURES.resolve("probe-pod.yaml"));
     // What a fixture must differ in (FIXTURES in policies/README.md): its name, no namespace, the sleeping main container.
     Map<String, Object> metadata = (Map<String, Object>) rendered.get("metadata");

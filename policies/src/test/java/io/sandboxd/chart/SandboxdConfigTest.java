@@ -49,6 +49,7 @@ class SandboxdConfigTest {
           seccompProfileType: RuntimeDefault
           seccompLocalhostProfile: ""
           runtimeClassName: ""
+          supplementalGroupsPolicy: ""
           sandboxUidRange: {min: 1000000, max: 1999999}
           isolationGate:
             clusterDnsIp: 10.96.0.10
@@ -115,6 +116,7 @@ class SandboxdConfigTest {
         "tool.limits.memory", "2Gi",
         "tool.requests.cpu", "100m",
         "runtimeClassName", "gvisor",
+        "supplementalGroupsPolicy", "Strict",
         "sandboxUidRange.min", 3000000,
         "sandboxUidRange.max", 3999999,
         "networkPolicy.dns.serviceIP", "fd00::a",
@@ -148,7 +150,7 @@ class SandboxdConfigTest {
     assertEquals(Map.of("cpu", "3", "memory", "2Gi", "ephemeralStorage", "512Mi"), (Object) at(config, "sandbox", "tool", "limits"));
     assertEquals("100m", (Object) at(config, "sandbox", "tool", "requests", "cpu"));
     assertEquals(Map.of("seccompProfileType", "Localhost", "seccompLocalhostProfile", "sandboxd/sandbox-strict.json",
-        "runtimeClassName", "gvisor", "sandboxUidRange", Map.of("min", 3000000L, "max", 3999999L),
+        "runtimeClassName", "gvisor", "supplementalGroupsPolicy", "Strict", "sandboxUidRange", Map.of("min", 3000000L, "max", 3999999L),
         "isolationGate", Map.of("clusterDnsIp", "fd00::a", "extraClosed", List.of("tcp:10.0.0.5:443"),
             "ipv6LinkLocal", false, "attemptTimeoutSeconds", 2L, "withinSeconds", 60L)), at(config, "sandbox", "security"));
     assertEquals(Map.of("keysDir", "/etc/sandboxd/keys", "audience", "sandboxd-prod",

@@ -98,7 +98,8 @@ public final class PolicyFiles {
             Map.entry("allowedPriorityClasses", ""),
             Map.entry("sandboxUidMin", "1000000"),
             Map.entry("sandboxUidMax", "1999999"),
-            Map.entry("runtimeClassName", "")));
+            Map.entry("runtimeClassName", ""),
+            Map.entry("supplementalGroupsPolicy", "")));
   }
 
   /** @return a followed by b */

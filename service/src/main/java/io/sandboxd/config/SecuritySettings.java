@@ -1,5 +1,7 @@
 package io.sandboxd.config;
 
+import java.util.List;
+
 import io.helidon.config.Config;
 
 /**
@@ -10,12 +12,16 @@ import io.helidon.config.Config;
  * @param runtimeClassName        optional RuntimeClass (for example gVisor); empty for none
  * @param isolationGate           what every sandbox's isolation gate must see closed before it starts
  * @param sandboxUids             the uids sandbox pods run as, one of its own for each pod
+ * @param supplementalGroupsPolicy {@code Strict} (the processes get the pod's own groups only, never one the image's
+ *                                {@code /etc/group} lists for their uid), {@code Merge}, or empty for the cluster's
+ *                                default (Merge)
  */
 public record SecuritySettings(String seccompProfileType, String seccompLocalhostProfile, String runtimeClassName,
-                               IsolationGateSettings isolationGate, UidRange sandboxUids) {
+                               IsolationGateSettings isolationGate, UidRange sandboxUids,
+                               String supplementalGroupsPolicy) {
 
     /**
-     * Settings with the default uid range.
+     * Settings with the default uid range and the cluster's supplemental groups policy.
      *
      * @param seccompProfileType      {@code RuntimeDefault} or {@code Localhost}
      * @param seccompLocalhostProfile profile path (Localhost only)
@@ -24,7 +30,7 @@ public record SecuritySettings(String seccompProfileType, String seccompLocalhos
      */
     public SecuritySettings(String seccompProfileType, String seccompLocalhostProfile, String runtimeClassName,
                             IsolationGateSettings isolationGate) {
-        this(seccompProfileType, seccompLocalhostProfile, runtimeClassName, isolationGate, UidRange.DEFAULT);
+        this(seccompProfileType, seccompLocalhostProfile, runtimeClassName, isolationGate, UidRange.DEFAULT, "");
     }
 
     /**
@@ -32,7 +38,7 @@ public record SecuritySettings(String seccompProfileType, String seccompLocalhos
      */
     public SecuritySettings asAnyReplica() {
         return new SecuritySettings(seccompProfileType, seccompLocalhostProfile, runtimeClassName,
-                                    isolationGate.withOwnAddress(""), sandboxUids);
+                                    isolationGate.withOwnAddress(""), sandboxUids, supplementalGroupsPolicy);
     }
 
     static SecuritySettings from(Config node) {
@@ -41,13 +47,18 @@ public record SecuritySettings(String seccompProfileType, String seccompLocalhos
                 node.get("seccompLocalhostProfile").asString().orElse(""),
                 node.get("runtimeClassName").asString().orElse(""),
                 IsolationGateSettings.from(node.get("isolationGate")),
-                UidRange.from(node.get("sandboxUidRange")));
+                UidRange.from(node.get("sandboxUidRange")),
+                node.get("supplementalGroupsPolicy").asString().orElse(""));
         settings.validate();
         return settings;
     }
 
     void validate() {
         sandboxUids.validate();
+        if (!List.of("", "Strict", "Merge").contains(supplementalGroupsPolicy)) {
+            throw new IllegalArgumentException("sandbox.security.supplementalGroupsPolicy must be Strict, Merge or "
+                    + "empty, not \"" + supplementalGroupsPolicy + "\"");
+        }
         switch (seccompProfileType) {
         case "RuntimeDefault" -> { }
         case "Localhost" -> {

@@ -67,6 +67,8 @@ final class PodHardening {
                 .withRunAsGroup(uid)
                 .withRunAsNonRoot(true)
                 .withFsGroup(uid)
+                .withSupplementalGroupsPolicy(security.supplementalGroupsPolicy().isBlank() ? null
+                        : security.supplementalGroupsPolicy())
                 .withSeccompProfile(seccomp(security))
                 .build();
     }

@@ -230,7 +230,7 @@ class ApiRoutingTest {
             throw ProjectLimit.EXECUTE_IN_FLIGHT.exceeded(job.caller().project(), 8, 1);
         });
         HttpResponse<String> r = post("/v1/execute", "{\"code\":\"1\"}", token());
-        assertError(r, 429, "project \"proj-a\" already has 8 snippet runs in flight "
+        assertError(r, 429, "project \"proj-a\" already has 8 snippet runs in flight on this replica "
                 + "(limit limits.perProject.executeInFlight): retry after 1 s");
         assertEquals("1", r.headers().firstValue("Retry-After").orElse(""));
 
@@ -246,7 +246,7 @@ class ApiRoutingTest {
             throw ProjectLimit.CALL_IN_FLIGHT.exceeded(job.caller().project(), 8, 1);
         });
         r = post("/v1/call", "{\"image\":\"" + IMAGE + "\",\"function\":\"f\"}", token());
-        assertError(r, 429, "project \"proj-a\" already has 8 tool calls in flight "
+        assertError(r, 429, "project \"proj-a\" already has 8 tool calls in flight on this replica "
                 + "(limit limits.perProject.callInFlight): retry after 1 s");
         assertEquals("1", r.headers().firstValue("Retry-After").orElse(""));
     }

@@ -40,6 +40,7 @@ class SandboxConfigTest {
         assertEquals(new ResourceSettings("2", "1Gi", "512Mi"), config.tool().limits());
         assertEquals("RuntimeDefault", config.security().seccompProfileType());
         assertEquals("", config.security().runtimeClassName());
+        assertEquals("", config.security().supplementalGroupsPolicy(), "the chart's on a cluster before 1.33");
         assertEquals(IsolationGateSettings.DEFAULTS, config.security().isolationGate());
         assertEquals(Path.of("/etc/sandboxd/keys"), config.tokens().keysDir());
         assertEquals("sandboxd", config.tokens().audience());
@@ -59,6 +60,7 @@ class SandboxConfigTest {
                     seccompProfileType: Localhost
                     seccompLocalhostProfile: sandboxd/sandbox-strict.json
                     runtimeClassName: gvisor
+                    supplementalGroupsPolicy: Strict
                 """);
         SandboxConfig config = SandboxConfig.from(ConfigLoader.load(file.toString()).get("sandbox"));
         assertEquals("other-sandbox", config.namespace());
@@ -69,6 +71,7 @@ class SandboxConfigTest {
         assertEquals(20, config.snippet().defaultTimeoutSeconds());
         assertEquals("Localhost", config.security().seccompProfileType());
         assertEquals("gvisor", config.security().runtimeClassName());
+        assertEquals("Strict", config.security().supplementalGroupsPolicy());
     }
 
     @Test
@@ -80,6 +83,9 @@ class SandboxConfigTest {
         Path noProfile = Files.writeString(dir.resolve("b.yaml"), "sandbox: {security: {seccompProfileType: Localhost}}");
         assertThrows(IllegalArgumentException.class,
                      () -> SandboxConfig.from(ConfigLoader.load(noProfile.toString()).get("sandbox")));
+        Path badGroups = Files.writeString(dir.resolve("g.yaml"), "sandbox: {security: {supplementalGroupsPolicy: Loose}}");
+        assertThrows(IllegalArgumentException.class,
+                     () -> SandboxConfig.from(ConfigLoader.load(badGroups.toString()).get("sandbox")));
         Path badTimeout = Files.writeString(dir.resolve("c.yaml"), "sandbox: {snippet: {defaultTimeoutSeconds: 90}}");
         assertThrows(IllegalArgumentException.class,
                      () -> SandboxConfig.from(ConfigLoader.load(badTimeout.toString()).get("sandbox")));

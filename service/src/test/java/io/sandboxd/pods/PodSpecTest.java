@@ -178,7 +178,7 @@ class PodSpecTest {
     void everySandboxPodRunsAsAUidOfItsOwnFromTheRange() {
         UidRange range = new UidRange(1_000_000L, 1_000_999L);
         SecuritySettings security = new SecuritySettings("RuntimeDefault", "", "",
-                                                         io.sandboxd.config.IsolationGateSettings.DEFAULTS, range);
+                                                         io.sandboxd.config.IsolationGateSettings.DEFAULTS, range, "Strict");
         List<Pod> live = new java.util.ArrayList<>();
         SandboxUids uids = SandboxUids.skipping(range, () -> live);
         SnippetPodSpec snippets = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, security, uids);
@@ -194,8 +194,15 @@ class PodSpecTest {
             long uid = SandboxUids.uidOf(pod);
             assertTrue(range.contains(uid), "in the range: " + uid);
             assertTrue(seen.add(uid), "no live pod shares uid " + uid + " (pod " + i + ")");
+            // No group from the image's /etc/group: the processes get the pod's own groups only.
+            assertEquals("Strict", pod.getSpec().getSecurityContext().getSupplementalGroupsPolicy());
             live.add(pod);
         }
+        // Left to the cluster (a cluster before 1.33 would drop the field): not set at all.
+        SecuritySettings merge = new SecuritySettings("RuntimeDefault", "", "",
+                                                      io.sandboxd.config.IsolationGateSettings.DEFAULTS, range, "");
+        assertEquals(null, new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, merge, uids).poolPod().getSpec()
+                .getSecurityContext().getSupplementalGroupsPolicy());
     }
 
     @Test

@@ -155,7 +155,8 @@ class RuntimeBenchmark {
         SandboxConfig defaults = SandboxConfig.from(ConfigLoader.load(null).get("sandbox"));
         SecuritySettings base = defaults.security();
         SecuritySettings security = new SecuritySettings(base.seccompProfileType(), base.seccompLocalhostProfile(),
-                                                         runtimeClass, base.isolationGate(), base.sandboxUids());
+                                                         runtimeClass, base.isolationGate(), base.sandboxUids(),
+                                                         base.supplementalGroupsPolicy());
         List<Long> micros = new ArrayList<>();
         try (TestPods ns = WarmPoolBenchmark.namespaceWithoutEgress(k8s, "e2e-bench-start")) {
             for (int i = 0; i < POD_STARTS; i++) {
