@@ -7,8 +7,18 @@ sandboxd's (config.json carries the manifests the chart rendered), each running
 their JSON-lines reports, deletes them, and exits non-zero unless every probe pod was admitted,
 ran and reported no successful escape.
 
-Usage: run_probe.py CONFIG.json            (in the probe pod, with its service-account token)
-       run_probe.py --dry-run CONFIG.json  (print the pod manifests it would create, as JSON)
+The network cells are a bounded subset of the e2e suite's truth table, generated the same way: the
+NetworkPolicies of the sandbox namespace, as the cluster holds them, judged by the same model
+(netpol_model.py) for each probe pod against every configured target and cluster DNS on each of
+their channels, give each cell open or closed, and the probe pod measures it. The claims are read
+off those verdicts first (a snippet's cells are all closed; a tool's are open exactly to the public
+target's port and cluster DNS), so a policy that lost a rule fails as surely as enforcement that
+differs from the policies. A destination's own ingress rules are not read (outside the sandbox
+namespace, which is all the probe account may list): its cells are judged by the source's egress.
+
+Usage: run_probe.py CONFIG.json                          (in the probe pod, with its token)
+       run_probe.py --dry-run CONFIG.json POLICIES.json  (print the pod manifests it would create,
+                                                          judged against those policies, as JSON)
 """
 import json
 import os
@@ -18,6 +28,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+import netpol_model
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 POLL_SECONDS = 2
@@ -58,17 +70,57 @@ def api_server_target():
     return ("[%s]:%s" if ":" in host else "%s:%s") % (host, port)
 
 
-def build_pods(config):
-    """The probe pods with their checks filled in, in config order."""
-    pods = []
+def spec(channel, destination):
+    """The probe's CHANNEL:TARGET for one destination channel."""
+    host = destination["address"]
+    if channel == "icmp":
+        return "icmp:" + host
+    host = "[%s]" % host if ":" in host else host
+    return "%s:%s:%d" % (channel, host, destination["channels"][channel])
+
+
+def cells(kind, pod, destinations, policies):
+    """Every (spec, open) cell of a probe pod of this kind: the policies' verdict, by the model."""
+    source = {"ip": "10.0.0.1", "kind": "pod", "namespace": pod["metadata"]["namespace"],
+              "labels": pod["metadata"].get("labels", {}),
+              "namespaceLabels": {"kubernetes.io/metadata.name": pod["metadata"]["namespace"]}}
+    judged = []
+    for destination in destinations:
+        for channel, port in sorted(destination["channels"].items()):
+            protocol = "ICMP" if channel == "icmp" else "UDP" if channel.startswith("udp") else "TCP"
+            judged.append((spec(channel, destination), destination["name"] + " " + channel,
+                           netpol_model.allows(policies, source, destination["judged"], protocol, port)))
+    return judged
+
+
+def claim_failures(kind, judged, public_cells):
+    """What the policies themselves get wrong: a snippet reaches nothing; a tool exactly the public
+    target's port and cluster DNS."""
+    open_cells = sorted(name for _, name, verdict in judged if verdict)
+    if kind == "snippet":
+        want = []
+    else:
+        want = sorted(name for _, name, _ in judged if name.startswith("cluster DNS ") or name in public_cells)
+    if open_cells != want:
+        return ["%s: the policies open %s, but a %s may reach %s" % (kind, open_cells or "nothing", kind, want or "nothing")]
+    return []
+
+
+def build_pods(config, policies):
+    """The probe pods with their checks filled in, in config order, and what the policies get wrong."""
+    pods, failures = [], []
     for probe in config["probes"]:
         args = list(probe["args"])
+        judged = cells(probe["kind"], probe["pod"], config["destinations"], policies)
+        failures += claim_failures(probe["kind"], judged, config["publicCells"])
+        for cell, _, verdict in judged:
+            args += ["--open" if verdict else "--closed", cell]
         if probe.get("checkApiServer"):
             args += ["--tcp", api_server_target()]
         pod = json.loads(json.dumps(probe["pod"]))
         pod["spec"]["containers"][0]["args"] = args
         pods.append((probe["kind"], pod))
-    return pods
+    return pods, failures
 
 
 def say(message):
@@ -110,9 +162,11 @@ def wait_until_done(api, namespace, name, deadline):
 def run(config):
     api = KubeApi()
     namespace = config["namespace"]
-    created, failures = [], []
+    created = []
+    policies = api.call("GET", "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies" % namespace)["items"]
+    pods, failures = build_pods(config, policies)
     try:
-        for kind, pod in build_pods(config):
+        for kind, pod in pods:
             say("creating %s probe pod with checks: %s" % (kind, " ".join(pod["spec"]["containers"][0]["args"])))
             try:
                 made = api.call("POST", "/api/v1/namespaces/%s/pods" % namespace, pod)
@@ -151,13 +205,15 @@ def run(config):
 def main(argv):
     dry_run = "--dry-run" in argv
     paths = [a for a in argv if a != "--dry-run"]
-    if len(paths) != 1:
+    if len(paths) != (2 if dry_run else 1):
         sys.stderr.write(__doc__)
         return 2
     with open(paths[0]) as f:
         config = json.load(f)
     if dry_run:
-        print(json.dumps([pod for _, pod in build_pods(config)], indent=2))
+        with open(paths[1]) as f:
+            pods, failures = build_pods(config, json.load(f))
+        print(json.dumps({"pods": [pod for _, pod in pods], "failures": failures}, indent=2))
         return 0
     return run(config)
 

@@ -163,27 +163,54 @@ class ProbeTest {
   @Test
   void theRunnerGivesEachKindItsChecks() throws Exception {
     List<Map<String, Object>> pods = dryRun(HelmChart.render(TARGETS));
-    List<String> sweep = List.of("--closed", "icmp:gateway", "--ipv6-sweep", "443,6443,10250,53,8080,8181");
-    List<String> snippet = new ArrayList<>(List.of("--dns", "kubernetes.default.svc.cluster.local",
-        "--tcp", "169.254.169.254:80", "--tcp", "10.23.0.10:80", "--tcp", "192.168.77.7:8080",
-        "--closed", "udp-dns:10.96.0.10:53", "--closed", "tcp-dns:10.96.0.10:53"));
-    snippet.addAll(sweep);
-    snippet.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--runtime-class=",
-        "--tcp", "10.96.0.1:443"));
-    assertEquals(snippet, at(pods.get(0), "spec", "containers", 0, "args"),
-        "cluster DNS straight at its address over UDP and TCP, ICMP, and the IPv6 link-local sweep");
-    List<String> tool = new ArrayList<>(List.of("--tcp", "169.254.169.254:80", "--tcp", "10.23.0.10:80",
-        "--tcp", "192.168.77.7:8080"));
-    tool.addAll(sweep);
-    tool.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--runtime-class=",
-        "--tcp-allowed", "203.0.113.10:80", "--closed", "udp-dns:203.0.113.10:53", "--tcp", "10.96.0.1:443"));
+    List<String> beyondCells = List.of("--closed", "icmp:gateway", "--ipv6-sweep", "443,6443,10250,53,8080,8181",
+        "--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--runtime-class=");
+    // The cells, judged from the chart's own policies: a snippet's all closed, a tool's open to the public target's
+    // port and cluster DNS (straight at its address over UDP and TCP) only.
+    List<String> snippet = new ArrayList<>(List.of("--dns", "kubernetes.default.svc.cluster.local"));
+    snippet.addAll(beyondCells);
+    snippet.addAll(List.of("--closed", "icmp:169.254.169.254", "--closed", "tcp:169.254.169.254:80",
+        "--closed", "icmp:10.23.0.10", "--closed", "tcp:10.23.0.10:80", "--closed", "icmp:192.168.77.7",
+        "--closed", "tcp:192.168.77.7:8080", "--closed", "icmp:203.0.113.10", "--closed", "tcp:203.0.113.10:80",
+        "--closed", "tcp-dns:203.0.113.10:53", "--closed", "udp-dns:203.0.113.10:53",
+        "--closed", "tcp-dns:10.96.0.10:53", "--closed", "udp-dns:10.96.0.10:53", "--tcp", "10.96.0.1:443"));
+    assertEquals(snippet, at(pods.get(0), "spec", "containers", 0, "args"));
+    List<String> tool = new ArrayList<>(beyondCells);
+    tool.addAll(List.of("--closed", "icmp:169.254.169.254", "--closed", "tcp:169.254.169.254:80",
+        "--closed", "icmp:10.23.0.10", "--closed", "tcp:10.23.0.10:80", "--closed", "icmp:192.168.77.7",
+        "--closed", "tcp:192.168.77.7:8080", "--closed", "icmp:203.0.113.10", "--open", "tcp:203.0.113.10:80",
+        "--closed", "tcp-dns:203.0.113.10:53", "--closed", "udp-dns:203.0.113.10:53",
+        "--open", "tcp-dns:10.96.0.10:53", "--open", "udp-dns:10.96.0.10:53", "--tcp", "10.96.0.1:443"));
     assertEquals(tool, at(pods.get(1), "spec", "containers", 0, "args"), "DNS to a public address must not answer a tool");
 
     List<Map<String, Object>> withoutApiCheck = dryRun(HelmChart.render(values("probe.checkApiServerFromTool", false)));
-    List<String> defaults = new ArrayList<>(List.of("--tcp", "169.254.169.254:80"));
-    defaults.addAll(sweep);
-    defaults.addAll(List.of("--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--runtime-class="));
+    List<String> defaults = new ArrayList<>(beyondCells);
+    defaults.addAll(List.of("--closed", "icmp:169.254.169.254", "--closed", "tcp:169.254.169.254:80",
+        "--open", "tcp-dns:10.96.0.10:53", "--open", "udp-dns:10.96.0.10:53"));
     assertEquals(defaults, (Object) at(withoutApiCheck.get(1), "spec", "containers", 0, "args"));
+  }
+
+  /** The claims are read off the verdicts: a policy that lost a rule fails the run before anything is measured. */
+  @Test
+  void theRunnerFailsWhenThePoliciesThemselvesOpenASnippetOrCloseAToolsDns() throws Exception {
+    HelmChart.Rendered rendered = HelmChart.render(TARGETS);
+    List<Map<String, Object>> policies = sandboxPolicies(rendered);
+    Map<String, Object> snippetEgress = Map.of("apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy",
+        "metadata", Map.of("name", "admin-opened-snippets", "namespace", "cai-sandbox"),
+        "spec", Map.of("podSelector", Map.of("matchLabels", Map.of("sandboxd.io/kind", "snippet")),
+            "policyTypes", List.of("Egress"), "egress", List.of(Map.of())));
+    List<Map<String, Object>> opened = new ArrayList<>(policies);
+    opened.add(snippetEgress);
+    List<String> failures = (List<String>) dryRunAgainst(rendered, opened).get("failures");
+    assertEquals(1, failures.size(), failures.toString());
+    assertTrue(failures.get(0).startsWith("snippet: the policies open"), failures.toString());
+
+    List<Map<String, Object>> withoutTool = policies.stream()
+        .filter(p -> !"sandboxd-tool".equals(at(p, "metadata", "name"))).toList();
+    assertTrue(withoutTool.size() < policies.size(), "the tool policy is rendered: " + policies.size());
+    failures = (List<String>) dryRunAgainst(rendered, withoutTool).get("failures");
+    assertEquals(1, failures.size(), failures.toString());
+    assertTrue(failures.get(0).startsWith("tool: the policies open nothing"), failures.toString());
   }
 
   @Test
@@ -233,13 +260,31 @@ class ProbeTest {
 
   /** Runs the shipped runner in --dry-run mode (python3 needed) and returns the pods it would create. */
   private static List<Map<String, Object>> dryRun(HelmChart.Rendered rendered) throws IOException, InterruptedException {
+    Map<String, Object> answer = dryRunAgainst(rendered, sandboxPolicies(rendered));
+    assertEquals(List.of(), answer.get("failures"), "the chart's own policies keep every claim");
+    return (List<Map<String, Object>>) answer.get("pods");
+  }
+
+  /** The NetworkPolicies of the sandbox namespace, as the chart renders them (what the runner lists there). */
+  private static List<Map<String, Object>> sandboxPolicies(HelmChart.Rendered rendered) {
+    return rendered.ofKind("NetworkPolicy").stream()
+        .filter(p -> "cai-sandbox".equals(at(p, "metadata", "namespace"))).toList();
+  }
+
+  /** run_probe.py --dry-run, judging against these policies: {pods, failures}. */
+  private static Map<String, Object> dryRunAgainst(HelmChart.Rendered rendered, List<Map<String, Object>> policies)
+      throws IOException, InterruptedException {
     Map<String, Object> configMap = rendered.get("ConfigMap", "sandboxd-probe");
     Path dir = Files.createTempDirectory("probe");
     Path runner = dir.resolve("run_probe.py");
     Path config = dir.resolve("config.json");
+    Path policyFile = dir.resolve("policies.json");
     Files.writeString(runner, at(configMap, "data", "run_probe.py"));
+    Files.writeString(dir.resolve("netpol_model.py"), at(configMap, "data", "netpol_model.py"));
     Files.writeString(config, at(configMap, "data", "config.json"));
-    ProcessBuilder pb = new ProcessBuilder("python3", runner.toString(), "--dry-run", config.toString());
+    Files.writeString(policyFile, new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(policies));
+    ProcessBuilder pb = new ProcessBuilder("python3", runner.toString(), "--dry-run", config.toString(),
+        policyFile.toString());
     pb.environment().put("KUBERNETES_SERVICE_HOST", "10.96.0.1");
     pb.environment().put("KUBERNETES_SERVICE_PORT", "443");
     Process p;
@@ -259,7 +304,7 @@ class ProbeTest {
       HelmChart.deleteTree(dir);
     }
     assertEquals(0, p.exitValue(), err);
-    return (List<Map<String, Object>>) (Object) Yaml.normalize(new com.fasterxml.jackson.databind.ObjectMapper()
-        .readValue(out, List.class));
+    return (Map<String, Object>) (Object) Yaml.normalize(new com.fasterxml.jackson.databind.ObjectMapper()
+        .readValue(out, Map.class));
   }
 }

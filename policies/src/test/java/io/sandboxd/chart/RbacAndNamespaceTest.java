@@ -65,11 +65,13 @@ class RbacAndNamespaceTest {
   }
 
   @Test
-  void theProbeMayCreateReadAndDeletePodsAndReadTheirLogs() {
+  void theProbeMayCreateReadAndDeletePodsReadTheirLogsAndListThePolicies() {
     Map<String, Object> role = DEFAULT.get("Role", "sandboxd-probe");
     assertEquals(List.of(
         Map.of("apiGroups", List.of(""), "resources", List.of("pods"), "verbs", List.of("create", "get", "delete")),
-        Map.of("apiGroups", List.of(""), "resources", List.of("pods/log"), "verbs", List.of("get"))), role.get("rules"));
+        Map.of("apiGroups", List.of(""), "resources", List.of("pods/log"), "verbs", List.of("get")),
+        Map.of("apiGroups", List.of("networking.k8s.io"), "resources", List.of("networkpolicies"),
+            "verbs", List.of("list"))), role.get("rules"));
     assertEquals(List.of(Map.of("kind", "ServiceAccount", "name", "sandboxd-probe", "namespace", "cai-system")),
         DEFAULT.get("RoleBinding", "sandboxd-probe").get("subjects"));
   }

@@ -20,6 +20,7 @@ import io.sandboxd.e2e.support.Attacks.Report;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.NetworkPolicyModel;
+import io.sandboxd.e2e.support.NetworkPolicyModel.Cell;
 import io.sandboxd.e2e.support.NetworkPolicyModel.Endpoint;
 import io.sandboxd.e2e.support.NetworkPolicyModel.Kind;
 import io.sandboxd.e2e.support.Sandboxd;
@@ -45,10 +46,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * kubelet, another sandbox, a tool pod in the middle of its call, the simulated public, metadata and private targets,
  * the node's IPv6 link-local address and the all-nodes group) on every channel each one serves (TCP; DNS over UDP and
  * TCP; ICMP echo to every address that is not a Service's): the expected verdict of each cell is derived from the
- * NetworkPolicies the cluster holds ({@link NetworkPolicyModel}, a Service cell judged at the endpoint it is
- * translated to), the measured one from the probe inside the real source pod (only silence counts as closed). The
- * test fails on any difference and prints the whole diff; every cell expected open is its own positive control. In
- * the manner of Kubernetes' netpol e2e reachability matrix and cyclonus.
+ * NetworkPolicies the cluster holds by the one model of the truth table ({@link NetworkPolicyModel}, the program the
+ * helm test runner uses too; a Service cell judged at the endpoint it is translated to), the measured one from the
+ * probe inside the real source pod (only silence counts as closed). The test fails on any difference and prints the
+ * whole diff; every cell expected open is its own positive control. In the manner of Kubernetes' netpol e2e
+ * reachability matrix and cyclonus.
  * <p>
  * The claims are then read off the table itself: the rows of a snippet and a session have no open cell, a tool's
  * opens exactly the public target's web server and cluster DNS, and only sandboxd's own clients (agents, the release
@@ -125,6 +127,12 @@ class TruthTableIT {
         KubernetesClient k8s = sandboxd.k8s();
         NetworkPolicyModel model = new NetworkPolicyModel(k8s.network().v1().networkPolicies().inAnyNamespace().list()
                 .getItems());
+        // The mutations of the model: -De2e.truthTable.factsOff=nodeReachesPods,ipv4OnlyPodNetwork must fail the table.
+        for (String fact : System.getProperty("e2e.truthTable.factsOff", "").split(",")) {
+            if (!fact.isBlank()) {
+                model = model.withFact(fact.trim(), false);
+            }
+        }
         String nodeIp = Attacks.nodeIp(k8s);
         Endpoint node = new Endpoint("node", nodeIp, null, Map.of(), Map.of(), Kind.NODE);
 
@@ -211,41 +219,51 @@ class TruthTableIT {
         k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(toolPod).withGracePeriod(0).delete();
         background.shutdown();
 
-        List<String> diff = new ArrayList<>();
-        Map<String, List<String>> openBySource = new LinkedHashMap<>();
-        Map<String, List<String>> openByDestination = new LinkedHashMap<>();
-        Map<String, int[]> byClass = new LinkedHashMap<>();
-        int cells = 0;
-        int expectedOpen = 0;
-        int measuredOpen = 0;
+        // Every cell the sources and destinations make, judged in one pass of the model.
+        record Row(String source, Destination destination, String channel, String spec) {
+        }
+        List<Row> rows = new ArrayList<>();
+        List<Cell> cellsToJudge = new ArrayList<>();
         for (Map.Entry<String, Endpoint> source : sources.entrySet()) {
             for (Destination d : destinations) {
                 for (Map.Entry<String, Integer> channel : d.channels().entrySet()) {
                     if (!d.applies(source.getValue(), channel.getKey())) {
                         continue;
                     }
-                    String spec = d.spec(channel.getKey());
                     int port = d.judgedPorts().getOrDefault(channel.getKey(), channel.getValue());
                     String protocol = channel.getKey().equals("icmp") ? "ICMP"
                             : channel.getKey().startsWith("udp") ? "UDP" : "TCP";
-                    boolean want = model.allows(source.getValue(), d.judged(), protocol, port);
-                    Boolean got = measured.get(source.getKey()).get(spec);
-                    String cell = source.getKey() + " -> " + cellNames.get(spec);
-                    cells++;
-                    expectedOpen += want ? 1 : 0;
-                    measuredOpen += Boolean.TRUE.equals(got) ? 1 : 0;
-                    int[] counts = byClass.computeIfAbsent(source.getKey(), k -> new int[2]);
-                    counts[0]++;
-                    counts[1] += want ? 1 : 0;
-                    if (want) {
-                        openBySource.computeIfAbsent(source.getKey(), k -> new ArrayList<>()).add(cellNames.get(spec));
-                        openByDestination.computeIfAbsent(d.name(), k -> new ArrayList<>()).add(source.getKey());
-                    }
-                    if (got == null || got != want) {
-                        diff.add(cell + ": policies say " + (want ? "open" : "closed") + ", measured "
-                                + (got == null ? "nothing (no probe line)" : got ? "open" : "closed"));
-                    }
+                    rows.add(new Row(source.getKey(), d, channel.getKey(), d.spec(channel.getKey())));
+                    cellsToJudge.add(new Cell(source.getValue(), d.judged(), protocol, port));
                 }
+            }
+        }
+        List<Boolean> verdicts = model.allows(cellsToJudge);
+
+        List<String> diff = new ArrayList<>();
+        Map<String, List<String>> openBySource = new LinkedHashMap<>();
+        Map<String, List<String>> openByDestination = new LinkedHashMap<>();
+        Map<String, int[]> byClass = new LinkedHashMap<>();
+        int cells = rows.size();
+        int expectedOpen = 0;
+        int measuredOpen = 0;
+        for (int i = 0; i < rows.size(); i++) {
+            Row row = rows.get(i);
+            boolean want = verdicts.get(i);
+            Boolean got = measured.get(row.source()).get(row.spec());
+            expectedOpen += want ? 1 : 0;
+            measuredOpen += Boolean.TRUE.equals(got) ? 1 : 0;
+            int[] counts = byClass.computeIfAbsent(row.source(), k -> new int[2]);
+            counts[0]++;
+            counts[1] += want ? 1 : 0;
+            if (want) {
+                openBySource.computeIfAbsent(row.source(), k -> new ArrayList<>()).add(cellNames.get(row.spec()));
+                openByDestination.computeIfAbsent(row.destination().name(), k -> new ArrayList<>()).add(row.source());
+            }
+            if (got == null || got != want) {
+                diff.add(row.source() + " -> " + cellNames.get(row.spec()) + ": policies say "
+                        + (want ? "open" : "closed") + ", measured "
+                        + (got == null ? "nothing (no probe line)" : got ? "open" : "closed"));
             }
         }
         StringBuilder table = new StringBuilder("[e2e] runtime " + (Env.runtimeClass().isEmpty() ? "runc"

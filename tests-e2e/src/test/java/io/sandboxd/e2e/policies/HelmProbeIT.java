@@ -47,6 +47,12 @@ class HelmProbeIT {
     void probePassesAndFailsWhenSnippetIsolationIsRemoved() {
         ExecResult passing = helmTest();
         assertTrue(passing.ok(), "helm test on the installed chart: " + passing.stdout());
+        // Its network cells come from the truth table's model over the installed policies: the tool's DNS cells and
+        // the public target's port are judged open (positive controls), the snippet's all closed.
+        assertTrue(passing.stdout().contains("--open udp-dns:" + Env.CLUSTER_DNS + ":53")
+                           && passing.stdout().contains("--open tcp:" + Env.PUBLIC_TARGET + ":80")
+                           && passing.stdout().contains("--closed udp-dns:" + Env.CLUSTER_DNS + ":53"),
+                   "cells judged by the model: " + passing.stdout());
 
         List<NetworkPolicy> isolating = k8s.network().networkPolicies().inNamespace(Sandboxd.SANDBOX_NAMESPACE).list().getItems()
                 .stream().filter(HelmProbeIT::selectsSnippetPods).toList();
@@ -56,6 +62,8 @@ class HelmProbeIT {
                     .withName(p.getMetadata().getName()).delete());
             ExecResult failing = helmTest();
             assertNotEquals(0, failing.exitCode(), "helm test must fail without snippet isolation: " + failing.stdout());
+            assertTrue(failing.stdout().contains("FAIL: snippet: the policies open"),
+                       "the claim read off the policies' verdicts names the hole: " + failing.stdout());
         } finally {
             for (NetworkPolicy p : isolating) {
                 p.getMetadata().setResourceVersion(null);

@@ -1,36 +1,41 @@
 package io.sandboxd.e2e.support;
 
-import java.math.BigInteger;
-import java.net.InetAddress;
-import java.net.UnknownHostException;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
-import io.fabric8.kubernetes.api.model.LabelSelector;
-import io.fabric8.kubernetes.api.model.LabelSelectorRequirement;
-import io.fabric8.kubernetes.api.model.networking.v1.IPBlock;
+import com.fasterxml.jackson.core.type.TypeReference;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
-import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyPeer;
-import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyPort;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 
 /**
- * The verdict NetworkPolicy gives one connection, derived from the policies as the cluster holds them (the chart's
- * rendering, installed): the source's egress rules, then the destination's ingress rules, each allowing everything
- * when no policy of that type selects the pod (Kubernetes' semantics; cyclonus and the netpol e2e suite model it the
- * same way). Two facts of the cluster, not of the policies, are modelled too: traffic from the node itself (and so from
- * a hostNetwork pod) always reaches a pod, whatever its ingress rules (kube-router, like most enforcers, lets the node
- * through for its probes); and the pod network carries IPv4 only (IPv6 off in every pod and its frames dropped on the
- * node's bridge, as the chart README asks of a cluster whose policies are enforced for IPv4 alone), so no pod sends
- * over IPv6 whatever its egress rules.
+ * The verdicts NetworkPolicy gives connections, from the one model of sandboxd's truth table:
+ * {@code charts/sandboxd/files/probe/netpol_model.py}, which the {@code helm test} runner uses on an admin's cluster
+ * too (its docstring gives the semantics and the two facts of the cluster it models). This class only hands it the
+ * policies the cluster holds and the cells, and reads its answers.
  */
 public final class NetworkPolicyModel {
+    /** The model, in the chart (shipped with the helm test runner). */
+    public static final Path PROGRAM = Env.repo().resolve("charts/sandboxd/files/probe/netpol_model.py");
 
     /** Who or what sends or receives: a pod (labels, namespace labels), the node, or an address outside the pods. */
     public record Endpoint(String name, String ip, String namespace, Map<String, String> labels,
                            Map<String, String> namespaceLabels, Kind kind) {
-        /** @return whether NetworkPolicy selects it at all (a pod on the pod network) */
-        boolean isPod() {
-            return kind == Kind.POD;
+        Map<String, Object> asJson() {
+            Map<String, Object> json = new LinkedHashMap<>();
+            json.put("ip", ip);
+            json.put("kind", kind.name().toLowerCase(java.util.Locale.ROOT));
+            if (kind == Kind.POD) {
+                json.put("namespace", namespace);
+                json.put("labels", labels == null ? Map.of() : labels);
+                json.put("namespaceLabels", namespaceLabels == null ? Map.of() : namespaceLabels);
+            }
+            return json;
         }
     }
 
@@ -39,141 +44,68 @@ public final class NetworkPolicyModel {
         POD, NODE, EXTERNAL
     }
 
+    /** One connection to judge: for a Service address, {@code to} is the endpoint it is translated to. */
+    public record Cell(Endpoint from, Endpoint to, String protocol, int port) {
+    }
+
     private final List<NetworkPolicy> policies;
+    private final Map<String, Boolean> facts;
 
     /**
      * @param policies every NetworkPolicy of the cluster
      */
     public NetworkPolicyModel(List<NetworkPolicy> policies) {
+        this(policies, Map.of());
+    }
+
+    private NetworkPolicyModel(List<NetworkPolicy> policies, Map<String, Boolean> facts) {
         this.policies = List.copyOf(policies);
+        this.facts = Map.copyOf(facts);
     }
 
     /**
-     * @param from     the sender
-     * @param to       the receiver (for a Service address: the endpoint it is translated to)
-     * @param protocol TCP, UDP or ICMP (which a rule that lists ports never allows)
-     * @param port     destination port
-     * @return whether the policies let the connection through
+     * @param fact  {@code nodeReachesPods} or {@code ipv4OnlyPodNetwork}
+     * @param holds whether the model assumes it (a mutation turns one off)
+     * @return the model with that fact set
      */
-    public boolean allows(Endpoint from, Endpoint to, String protocol, int port) {
-        if (from.isPod() && to.ip().contains(":")) {
-            return false; // the pod network carries IPv4 only
-        }
-        return egressAllows(from, to, protocol, port) && ingressAllows(from, to, protocol, port);
+    public NetworkPolicyModel withFact(String fact, boolean holds) {
+        Map<String, Boolean> changed = new LinkedHashMap<>(facts);
+        changed.put(fact, holds);
+        return new NetworkPolicyModel(policies, changed);
     }
 
-    private boolean egressAllows(Endpoint from, Endpoint to, String protocol, int port) {
-        if (!from.isPod()) {
-            return true;
+    /**
+     * @param cells the connections
+     * @return whether the policies let each through, in order
+     */
+    public List<Boolean> allows(List<Cell> cells) {
+        List<Map<String, Object>> json = new ArrayList<>();
+        for (Cell cell : cells) {
+            json.add(Map.of("from", cell.from().asJson(), "to", cell.to().asJson(), "protocol", cell.protocol(),
+                            "port", cell.port()));
         }
-        List<NetworkPolicy> selecting = selecting(from, "Egress");
-        return selecting.isEmpty() || selecting.stream().flatMap(p -> p.getSpec().getEgress().stream())
-                .anyMatch(rule -> peersMatch(rule.getTo(), to, from.namespace())
-                        && portsMatch(rule.getPorts(), protocol, port));
-    }
-
-    private boolean ingressAllows(Endpoint from, Endpoint to, String protocol, int port) {
-        if (!to.isPod() || from.kind() == Kind.NODE) {
-            return true;
-        }
-        List<NetworkPolicy> selecting = selecting(to, "Ingress");
-        return selecting.isEmpty() || selecting.stream().flatMap(p -> p.getSpec().getIngress().stream())
-                .anyMatch(rule -> peersMatch(rule.getFrom(), from, to.namespace())
-                        && portsMatch(rule.getPorts(), protocol, port));
-    }
-
-    /** The policies of the pod's namespace that select it and have the given policy type. */
-    private List<NetworkPolicy> selecting(Endpoint pod, String type) {
-        return policies.stream().filter(p -> p.getMetadata().getNamespace().equals(pod.namespace())
-                && matches(p.getSpec().getPodSelector(), pod.labels()) && types(p).contains(type)).toList();
-    }
-
-    private static List<String> types(NetworkPolicy policy) {
-        List<String> types = policy.getSpec().getPolicyTypes();
-        if (types != null && !types.isEmpty()) {
-            return types;
-        }
-        return policy.getSpec().getEgress() == null || policy.getSpec().getEgress().isEmpty() ? List.of("Ingress")
-                : List.of("Ingress", "Egress");
-    }
-
-    /** A rule's peers: none listed means every peer; otherwise one must match. */
-    private static boolean peersMatch(List<NetworkPolicyPeer> peers, Endpoint other, String policyNamespace) {
-        if (peers == null || peers.isEmpty()) {
-            return true;
-        }
-        return peers.stream().anyMatch(peer -> peerMatches(peer, other, policyNamespace));
-    }
-
-    private static boolean peerMatches(NetworkPolicyPeer peer, Endpoint other, String policyNamespace) {
-        if (peer.getIpBlock() != null) {
-            return inBlock(peer.getIpBlock(), other.ip());
-        }
-        if (!other.isPod()) {
-            return false; // pod and namespace selectors select pods only
-        }
-        boolean namespaceOk = peer.getNamespaceSelector() == null ? other.namespace().equals(policyNamespace)
-                : matches(peer.getNamespaceSelector(), other.namespaceLabels());
-        boolean podOk = peer.getPodSelector() == null || matches(peer.getPodSelector(), other.labels());
-        return namespaceOk && podOk;
-    }
-
-    private static boolean portsMatch(List<NetworkPolicyPort> ports, String protocol, int port) {
-        if (ports == null || ports.isEmpty()) {
-            return true;
-        }
-        return ports.stream().anyMatch(p -> protocol.equals(p.getProtocol() == null ? "TCP" : p.getProtocol())
-                && (p.getPort() == null || (p.getPort().getIntVal() != null && port >= p.getPort().getIntVal()
-                        && port <= (p.getEndPort() != null ? p.getEndPort() : p.getPort().getIntVal()))));
-    }
-
-    /** Label selector semantics: every matchLabels entry and every expression (In, NotIn, Exists, DoesNotExist). */
-    static boolean matches(LabelSelector selector, Map<String, String> labels) {
-        if (selector == null) {
-            return true;
-        }
-        Map<String, String> have = labels == null ? Map.of() : labels;
-        if (selector.getMatchLabels() != null && !selector.getMatchLabels().entrySet().stream()
-                .allMatch(e -> e.getValue().equals(have.get(e.getKey())))) {
-            return false;
-        }
-        if (selector.getMatchExpressions() != null) {
-            for (LabelSelectorRequirement r : selector.getMatchExpressions()) {
-                String value = have.get(r.getKey());
-                boolean ok = switch (r.getOperator()) {
-                case "In" -> value != null && r.getValues().contains(value);
-                case "NotIn" -> value == null || !r.getValues().contains(value);
-                case "Exists" -> have.containsKey(r.getKey());
-                case "DoesNotExist" -> !have.containsKey(r.getKey());
-                default -> throw new IllegalArgumentException("operator " + r.getOperator());
-                };
-                if (!ok) {
-                    return false;
-                }
-            }
-        }
-        return true;
-    }
-
-    static boolean inBlock(IPBlock block, String ip) {
-        return inCidr(block.getCidr(), ip) && (block.getExcept() == null
-                || block.getExcept().stream().noneMatch(except -> inCidr(except, ip)));
-    }
-
-    static boolean inCidr(String cidr, String ip) {
         try {
-            String[] parts = cidr.split("/");
-            byte[] net = InetAddress.getByName(parts[0]).getAddress();
-            byte[] addr = InetAddress.getByName(ip).getAddress();
-            if (net.length != addr.length) {
-                return false;
+            Process model = new ProcessBuilder("python3", PROGRAM.toString()).redirectErrorStream(false).start();
+            try (var in = model.getOutputStream()) {
+                // The policies as the API server gives them (fabric8's own serialization: ports as numbers).
+                Object asServed = Sandboxd.JSON.readTree(new KubernetesSerialization().asJson(policies));
+                Sandboxd.JSON.writeValue(in, Map.of("policies", asServed, "cells", json, "facts", facts));
             }
-            int bits = Integer.parseInt(parts[1]);
-            BigInteger mask = bits == 0 ? BigInteger.ZERO
-                    : BigInteger.ONE.shiftLeft(bits).subtract(BigInteger.ONE).shiftLeft(net.length * 8 - bits);
-            return new BigInteger(1, net).and(mask).equals(new BigInteger(1, addr).and(mask));
-        } catch (UnknownHostException e) {
-            throw new IllegalArgumentException(cidr + " / " + ip, e);
+            byte[] out = model.getInputStream().readAllBytes();
+            String err = new String(model.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!model.waitFor(60, TimeUnit.SECONDS) || model.exitValue() != 0) {
+                throw new AssertionError("the model failed: " + err);
+            }
+            List<Boolean> verdicts = Sandboxd.JSON.readValue(out, new TypeReference<List<Boolean>>() { });
+            if (verdicts.size() != cells.size()) {
+                throw new AssertionError(verdicts.size() + " verdicts for " + cells.size() + " cells");
+            }
+            return verdicts;
+        } catch (IOException e) {
+            throw new AssertionError("could not run " + PROGRAM, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
         }
     }
 }
