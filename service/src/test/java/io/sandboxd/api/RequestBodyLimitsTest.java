@@ -238,6 +238,43 @@ class RequestBodyLimitsTest {
         assertEquals(200, post("/v1/execute", body, token("p")).statusCode(), "the same body at once is served");
     }
 
+    /**
+     * A body that stops arriving altogether (the server's sockets have no read timeout) gets its 408 at the deadline
+     * too, and frees its budget. Defence off (the read made on the request's own thread): no answer within 60 s.
+     */
+    @Test
+    void aStalledBodyGets408AtTheReadDeadlineAndFreesItsBudget() throws Exception {
+        String body = "{\"code\":\"print(1)\",\"x\":\"" + "a".repeat(400) + "\"}";
+        long started = System.nanoTime();
+        String answer;
+        try (java.net.Socket socket = new java.net.Socket(uri.getHost(), uri.getPort())) {
+            socket.setSoTimeout(20_000);
+            java.io.OutputStream out = socket.getOutputStream();
+            out.write(("POST /v1/execute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token("p")
+                    + "\r\nContent-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n"
+                    + body.substring(0, 10)).getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            StringBuilder got = new StringBuilder();
+            try {
+                java.io.InputStream in = socket.getInputStream();
+                byte[] buffer = new byte[4096];
+                int n;
+                while (!got.toString().endsWith("}") && (n = in.read(buffer)) > 0) {
+                    got.append(new String(buffer, 0, n, StandardCharsets.US_ASCII));
+                }
+            } catch (IOException e) {
+                got.append("read failed: ").append(e);
+            }
+            answer = got.toString();
+        }
+        Duration took = Duration.ofNanos(System.nanoTime() - started);
+        assertTrue(answer.startsWith("HTTP/1.1 408"), took + ": " + answer);
+        assertTrue(answer.toLowerCase(java.util.Locale.ROOT).contains("connection: close"), answer);
+        assertTrue(answer.contains("{\"error\":\"request body not received within 2 s\"}"), answer);
+        assertTrue(took.compareTo(Duration.ofSeconds(10)) < 0, "answered at the deadline: " + took);
+        awaitBudgetReleased();
+    }
+
     /** Sends a request of {@code size} bytes of body in one go, then reads the status line (or says what failed). */
     private String sendWholeAndRead(String path, long size, String token) throws IOException {
         try (java.net.Socket socket = new java.net.Socket(uri.getHost(), uri.getPort())) {
