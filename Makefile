@@ -17,7 +17,7 @@ LOCAL_REGISTRY := localhost:5000
 # Extra Maven flags for `make e2e`, e.g. -De2e.chart=... -De2e.imageValues=... to install from a published release.
 E2E_FLAGS ?=
 
-.PHONY: help build format unit-test adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
+.PHONY: help build format verify unit-test adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -27,6 +27,10 @@ build: ## compile the service (jar + libs) without running tests
 
 format: ## fix what the formatter check reports (spotless:apply on every Java module)
 	$(MVN) spotless:apply
+
+verify: ## the fast lane, no cluster: commit subjects, the formatter check and every unit test
+	bash .ci/commit-subjects.sh
+	$(MAKE) --no-print-directory unit-test
 
 unit-test: ## unit tests: service, policies + chart, toolrunner, toolrunner with Google ADK; the formatter check on every Java module
 	$(MVN) -pl service,policies -am install
@@ -76,7 +80,7 @@ e2e: ## the end-to-end suite against $$KUBECONFIG (or the local cluster)
 	rm -rf tests-e2e/target/failsafe-reports*  # a pass that is skipped must not leave an old summary to verify
 	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(MVN) -pl tests-e2e -am -Pe2e -DskipUnitTests=true $(E2E_FLAGS) verify
 
-test: packages unit-test ## every test: unit tests, the release and its verification, then the cluster up, the release pushed to its registry, the e2e suite installing from there, the cluster down
+test: packages verify ## every test: unit tests, the release and its verification, then the cluster up, the release pushed to its registry, the e2e suite installing from there, the cluster down
 	$(MAKE) release verify-release
 	$(MAKE) cluster-up
 	status=0; { $(MAKE) publish REGISTRY=$(LOCAL_REGISTRY) REGISTRY_TLS_VERIFY=false \

@@ -24,6 +24,15 @@ class ChartStructureTest {
         String.join("\n", lint.getMessages()));
   }
 
+  /** Every admission policy is a ValidatingAdmissionPolicy (GA in 1.30): Helm refuses an older cluster up front. */
+  @Test
+  void theChartRefusesAClusterBefore130() {
+    HelmChart.renderFor("1.30.0", Map.of());
+    HelmChart.HelmFailure refused = org.junit.jupiter.api.Assertions.assertThrows(HelmChart.HelmFailure.class,
+        () -> HelmChart.renderFor("1.29.9", Map.of()));
+    assertTrue(refused.getMessage().contains(">=1.30.0-0"), refused.getMessage());
+  }
+
   @Test
   void policiesIsARelativeSymlinkToTheRepositoryPolicies() throws Exception {
     Path link = HelmChart.CHART.resolve("policies");
