@@ -125,7 +125,7 @@ SOURCE_DATE_EPOCH=315532800 python3 -m pip wheel -q --disable-pip-version-check 
 mkdir -p "$wheels"; rm -f "$wheels"/crusoe_adk-*.whl; cp "$stage"/wheel/crusoe_adk-*.whl "$wheels/"
 
 # --- agent images, built from toolrunner/Dockerfile.agent with buildah (no Docker) --------------------------------
-# The Dockerfile the README shows an agent's author is the one built here: chroot isolation, vfs storage in a
+# The Dockerfile docs/tools.md shows an agent's author is the one built here: chroot isolation, vfs storage in a
 # throwaway directory, the base taken from the OCI layout (python-base: Debian's python3, no pip), no network.
 # agent-base: its "runner" stage (the tool runner, no agent), released by make release as the base for agents.
 # agent-tools: the e2e agent image, its last stage with the sample agent, plus the suite's additions

@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * Every value is documented where it is declared (a "# --" comment) and in the repository README's table; both ways:
+ * Every value is documented where it is declared (a "# --" comment) and in the table of docs/configuration.md; both ways:
  * every row of that table names a value, with the default values.yaml gives it.
  */
 class ValuesDocumentationTest {
@@ -51,8 +51,8 @@ class ValuesDocumentationTest {
 
   @Test
   void everyValueIsInTheReadmeTable() throws Exception {
-    // The repository README keeps the one table of every knob (the chart README links to it).
-    String readme = Files.readString(HelmChart.CHART.resolve("../../README.md").normalize());
+    // docs/configuration.md keeps the one table of every knob (the chart README links to it).
+    String readme = Files.readString(HelmChart.CHART.resolve("../../docs/configuration.md").normalize());
     Set<String> documented = new HashSet<>();
     Matcher m = Pattern.compile("^\\| `([^`]+)` \\|", Pattern.MULTILINE).matcher(readme);
     while (m.find()) {
@@ -87,9 +87,9 @@ class ValuesDocumentationTest {
     assertEquals(List.of(), drifts);
   }
 
-  /** The README's values table ("Configuration (every knob)"): each key and its default cell, without backticks. */
+  /** The values table of docs/configuration.md ("Configuration (every knob)"): each key and its default cell, without backticks. */
   private static Map<String, String> readmeDefaults() throws Exception {
-    List<String> lines = Files.readAllLines(HelmChart.CHART.resolve("../../README.md").normalize());
+    List<String> lines = Files.readAllLines(HelmChart.CHART.resolve("../../docs/configuration.md").normalize());
     int header = lines.indexOf("| key | default | meaning |");
     Map<String, String> rows = new LinkedHashMap<>();
     Pattern row = Pattern.compile("^\\| `([^`]+)` \\| `([^`]*)` \\|.*$");
@@ -104,7 +104,7 @@ class ValuesDocumentationTest {
       rows.put(m.group(1), m.group(2));
     }
     if (rows.isEmpty()) {
-      throw new AssertionError("no values table in README.md");
+      throw new AssertionError("no values table in docs/configuration.md");
     }
     return rows;
   }

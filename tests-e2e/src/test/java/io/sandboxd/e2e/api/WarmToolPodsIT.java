@@ -42,7 +42,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * one, and the message says which.
  */
 class WarmToolPodsIT {
-    /** One warm pod for each of the two replicas to reserve (ceil(2 / 2)), as the README advises. */
+    /** One warm pod for each of the two replicas to reserve (ceil(2 / 2)), as docs/configuration.md advises. */
     private static final int PODS = 2;
     private static WarmToolPodsOn warm;
     private static Sandboxd sandboxd;
