@@ -91,7 +91,10 @@ bad = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
 if bad:
     sys.exit("values differ (chart, release): %s" % bad)
 EOF
-rendered=$("$helm" template sandboxd "$chart" -n cai-system)
+# Rendered as for the oldest Kubernetes the chart supports (its kubeVersion): no cluster is needed here, and helm's
+# own default version is older than any the chart accepts.
+kube_min=$("$helm" show chart "$chart" | sed -n "s/^kubeVersion: *['\"]*>= *\([0-9][0-9.]*\).*/\1/p")
+rendered=$("$helm" template sandboxd "$chart" -n cai-system --kube-version "${kube_min:?the chart names no kubeVersion}")
 grep -qE "^ *image: \"?${repo_of[sandboxd]}@${digest_of[sandboxd]}\"?$" <<< "$rendered" || die "the chart does not render sandboxd as ${repo_of[sandboxd]}@${digest_of[sandboxd]}"
 grep -qE "^ *image: \"?${repo_of[snippet-sandbox]}@${digest_of[snippet-sandbox]}\"?$" <<< "$rendered" || die "the chart does not render the snippet sandbox by digest"
 ok "the chart's values and rendered pods name sandboxd and snippet-sandbox by the archives' digests"
