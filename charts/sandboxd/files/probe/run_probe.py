@@ -79,8 +79,8 @@ def spec(channel, destination):
     return "%s:%s:%d" % (channel, host, destination["channels"][channel])
 
 
-def cells(kind, pod, destinations, policies):
-    """Every (spec, open) cell of a probe pod of this kind: the policies' verdict, by the model."""
+def cells(pod, destinations, policies):
+    """Every (spec, name, open) cell of a probe pod: the policies' verdict, by the model."""
     source = {"ip": "10.0.0.1", "kind": "pod", "namespace": pod["metadata"]["namespace"],
               "labels": pod["metadata"].get("labels", {}),
               "namespaceLabels": {"kubernetes.io/metadata.name": pod["metadata"]["namespace"]}}
@@ -111,7 +111,7 @@ def build_pods(config, policies):
     pods, failures = [], []
     for probe in config["probes"]:
         args = list(probe["args"])
-        judged = cells(probe["kind"], probe["pod"], config["destinations"], policies)
+        judged = cells(probe["pod"], config["destinations"], policies)
         failures += claim_failures(probe["kind"], judged, config["publicCells"])
         for cell, _, verdict in judged:
             args += ["--open" if verdict else "--closed", cell]

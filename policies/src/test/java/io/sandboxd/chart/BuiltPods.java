@@ -37,10 +37,7 @@ final class BuiltPods {
    */
   static Map<String, Map<String, Object>> of(HelmChart.Rendered rendered, String ownAddress) {
     SandboxConfig config = ChartDefaultsTest.asSandboxdReadsIt(rendered);
-    SecuritySettings read = config.security();
-    SecuritySettings security = new SecuritySettings(read.seccompProfileType(), read.seccompLocalhostProfile(),
-        read.runtimeClassName(), read.isolationGate().withOwnAddress(ownAddress), read.sandboxUids(),
-        read.supplementalGroupsPolicy());
+    SecuritySettings security = config.security().withOwnAddress(ownAddress);
     SnippetPodSpec snippets = new SnippetPodSpec(config.namespace(), config.snippet(), security);
     ToolPodSpec tools = new ToolPodSpec(config.namespace(), config.tool(), security, config.snippet().image());
     Map<String, Map<String, Object>> pods = new LinkedHashMap<>();

@@ -37,8 +37,25 @@ public record SecuritySettings(String seccompProfileType, String seccompLocalhos
      * @return these settings as every replica has them: without this replica's own address
      */
     public SecuritySettings asAnyReplica() {
+        return withOwnAddress("");
+    }
+
+    /**
+     * @param ownAddress the building replica's pod IP, which its isolation gates check closed; "" for none
+     * @return these settings as that replica has them
+     */
+    public SecuritySettings withOwnAddress(String ownAddress) {
         return new SecuritySettings(seccompProfileType, seccompLocalhostProfile, runtimeClassName,
-                                    isolationGate.withOwnAddress(""), sandboxUids, supplementalGroupsPolicy);
+                                    isolationGate.withOwnAddress(ownAddress), sandboxUids, supplementalGroupsPolicy);
+    }
+
+    /**
+     * @param runtimeClass the RuntimeClass of sandbox pods; "" for the cluster's default
+     * @return these settings with that RuntimeClass
+     */
+    public SecuritySettings withRuntimeClassName(String runtimeClass) {
+        return new SecuritySettings(seccompProfileType, seccompLocalhostProfile, runtimeClass, isolationGate,
+                                    sandboxUids, supplementalGroupsPolicy);
     }
 
     static SecuritySettings from(Config node) {

@@ -153,10 +153,7 @@ class RuntimeBenchmark {
     /** Create to Ready of the pool's own pod spec on this runtime, one pod at a time, in a namespace of its own. */
     private static List<Long> podStarts(KubernetesClient k8s, String runtimeClass) {
         SandboxConfig defaults = SandboxConfig.from(ConfigLoader.load(null).get("sandbox"));
-        SecuritySettings base = defaults.security();
-        SecuritySettings security = new SecuritySettings(base.seccompProfileType(), base.seccompLocalhostProfile(),
-                                                         runtimeClass, base.isolationGate(), base.sandboxUids(),
-                                                         base.supplementalGroupsPolicy());
+        SecuritySettings security = defaults.security().withRuntimeClassName(runtimeClass);
         List<Long> micros = new ArrayList<>();
         try (TestPods ns = WarmPoolBenchmark.namespaceWithoutEgress(k8s, "e2e-bench-start")) {
             for (int i = 0; i < POD_STARTS; i++) {
