@@ -13,6 +13,7 @@ import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
+import io.sandboxd.api.ApiComponents;
 import io.sandboxd.pods.PodSeal;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SandboxUids;
@@ -55,6 +56,8 @@ final class ClusterSandboxes implements AutoCloseable {
     private final PoolLeadership leadership;
     private final PoolStatusSource poolStatus;
     private final SnippetRunner snippetRunner;
+    private final PodSeal seal;
+    private final SessionPods sessions;
     private final WarmToolPods warmToolPods;
     private final PodToolCaller podToolCaller;
     private final ToolCaller toolCaller;
@@ -65,7 +68,7 @@ final class ClusterSandboxes implements AutoCloseable {
         SnippetSettings snippet = config.snippet();
         ToolSettings tool = config.tool();
 
-        PodSeal seal = PodSeal.watching(config.podSealKeysDir());
+        seal = PodSeal.watching(config.podSealKeysDir());
         snippetPods = PodCache.start(client, namespace, SandboxLabels.snippetSelector(), seal);
         toolPods = PodCache.start(client, namespace, SandboxLabels.toolSelector(), seal);
         PodWrites writes = new PodWrites(client, namespace, seal);
@@ -86,7 +89,7 @@ final class ClusterSandboxes implements AutoCloseable {
                                                         DeadlineBudget.ANSWER_MARGIN);
         pool = new WarmPool(snippetPods, writes, replicaId, clock, snippet.reservePerReplica(), PoolTimes.of(budget),
                             executor::awaitReachable, snippetSpec::isCurrent);
-        SessionPods sessions = new SessionPods(snippetPods, writes, snippetSpec, counters, replicaId, clock,
+        sessions = new SessionPods(snippetPods, writes, snippetSpec, counters, replicaId, clock,
                                                budget.warmWait(), budget.sessionLockWait(),
                                                new SessionPods.Bounds(config.projectLimits().sessions(),
                                                                       budget.sessionIdleAfter(),
@@ -130,6 +133,13 @@ final class ClusterSandboxes implements AutoCloseable {
      */
     SnippetRunner snippetRunner() {
         return snippetRunner;
+    }
+
+    /**
+     * @return what the MCP endpoint needs: the seal's key and a way to end a session
+     */
+    ApiComponents.Mcp mcp() {
+        return new ApiComponents.Mcp(seal, sessions::end);
     }
 
     /**

@@ -1,6 +1,7 @@
 package io.sandboxd;
 
 import java.time.Duration;
+import java.util.Optional;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import java.util.logging.Level;
@@ -77,7 +78,9 @@ public final class Main {
                                                      inFlight,
                                                      RequestBodies.create(sandbox.snippet(), sandbox.tool(),
                                                                           sandbox.requestBodies(),
-                                                                          Runtime.getRuntime().maxMemory()));
+                                                                          Runtime.getRuntime().maxMemory()),
+                                                     sandbox.mcpEnabled() ? Optional.of(cluster.mcp())
+                                                             : Optional.empty());
         RequestBodies.registerMeters(components.bodies());
         ProcessHealth health = ProcessHealth.start();
         WebServerConfig.Builder serverConfig = WebServer.builder()

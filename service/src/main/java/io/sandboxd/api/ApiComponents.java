@@ -1,5 +1,9 @@
 package io.sandboxd.api;
 
+import java.util.Optional;
+
+import io.sandboxd.pods.PodSeal;
+
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
 import io.sandboxd.pool.PoolStatusSource;
@@ -19,6 +23,7 @@ import io.sandboxd.run.ToolCaller;
  * @param metrics  meters
  * @param inFlight calls under way
  * @param bodies   how request bodies are read (caps, token bound, the replica's body budget)
+ * @param mcp      what {@code /mcp} needs, or empty when the MCP endpoint is off
  */
 public record ApiComponents(ProjectAuthenticator auth,
                             SnippetRunner snippets,
@@ -28,5 +33,25 @@ public record ApiComponents(ProjectAuthenticator auth,
                             ToolSettings tool,
                             ApiMetrics metrics,
                             InFlightRequests inFlight,
-                            RequestBodies bodies) {
+                            RequestBodies bodies,
+                            Optional<Mcp> mcp) {
+
+    /**
+     * What {@code /mcp} needs beside the snippet runs.
+     *
+     * @param seal the key only sandboxd holds (it signs MCP session ids)
+     * @param ends ends a session's interpreter when its client ends the MCP session
+     */
+    public record Mcp(PodSeal seal, SessionEnds ends) {
+    }
+
+    /** Ends a project's D4 session at once (its pod deleted); nothing when there is none. */
+    @FunctionalInterface
+    public interface SessionEnds {
+        /**
+         * @param project   the caller's project
+         * @param sessionId the D4 session id
+         */
+        void end(String project, String sessionId);
+    }
 }

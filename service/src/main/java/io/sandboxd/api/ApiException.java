@@ -93,6 +93,22 @@ public final class ApiException extends RuntimeException {
     }
 
     /**
+     * @param message what is not there (e.g. an MCP session sandboxd did not issue to the caller)
+     * @return 404
+     */
+    public static ApiException notFound(String message) {
+        return new ApiException(404, message, Map.of());
+    }
+
+    /**
+     * @param message what the request must accept
+     * @return 406
+     */
+    public static ApiException notAcceptable(String message) {
+        return new ApiException(406, message, Map.of());
+    }
+
+    /**
      * The replica cannot take the request right now (the body budget is spent); the caller should retry.
      *
      * @param message           what happened and what to do

@@ -1,11 +1,16 @@
 package io.sandboxd.api;
 
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+
+import io.helidon.http.Method;
 import io.helidon.webserver.ListenerConfig;
 import io.helidon.webserver.http.HttpRouting;
 
 /**
  * The HTTP API: request ids, draining, project authentication (a filter: the routes read the verified caller from the
- * request context), error mapping and the three routes, each given only what it uses; and the listener settings they
+ * request context), error mapping and the routes (the MCP endpoint when on), each given only what it uses; and the listener settings they
  * rely on. Main and the tests use these same methods.
  */
 public final class ApiRouting {
@@ -23,13 +28,26 @@ public final class ApiRouting {
         RouteCalls calls = new RouteCalls(components.metrics(), components.inFlight());
         routing.addFilter(new RequestIdFilter());
         routing.addFilter(new DrainFilter(components.inFlight()));
-        routing.addFilter(new ProjectAuthentication(components.auth(), calls, ExecuteService.PATH,
-                                                    ToolCallService.PATH));
+        routing.addFilter(new ProjectAuthentication(components.auth(), calls, guarded(components)));
         ErrorMapping.register(routing);
         routing.register(new ExecuteService(components.snippets(), components.snippet(), components.bodies().execute(),
                                             calls),
                          new ToolCallService(components.tools(), components.tool(), components.bodies().call(), calls),
                          new PoolService(components.pool()));
+        components.mcp().ifPresent(mcp -> routing.register(
+                new McpService(components.snippets(), components.snippet(), new McpSessions(mcp.seal()), mcp.ends(),
+                               components.bodies().execute(), calls)));
+    }
+
+    /** The routes that run code for a project, and the methods there that need its token. */
+    private static Map<String, Set<Method>> guarded(ApiComponents components) {
+        Map<String, Set<Method>> guarded = new LinkedHashMap<>();
+        guarded.put(ExecuteService.PATH, Set.of(Method.POST));
+        guarded.put(ToolCallService.PATH, Set.of(Method.POST));
+        if (components.mcp().isPresent()) {
+            guarded.put(McpService.PATH, Set.of(Method.POST, Method.DELETE));
+        }
+        return guarded;
     }
 
     /**

@@ -2,6 +2,7 @@ package io.sandboxd.api;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 
 import io.sandboxd.tokens.ProjectIdentity;
 
@@ -15,8 +16,8 @@ import io.helidon.webserver.http.RoutingResponse;
 import io.helidon.webserver.http.ServerRequest;
 
 /**
- * D1 as a filter: a {@code POST} to a route that runs code for a project ({@code /v1/execute}, {@code /v1/call}) is
- * let through only with a valid project token, its caller put in the request context for the route to read
+ * D1 as a filter: a {@code POST} to a route that runs code for a project ({@code /v1/execute}, {@code /v1/call},
+ * {@code /mcp}), and a {@code DELETE} of an MCP session, is let through only with a valid project token, its caller put in the request context for the route to read
  * ({@link #caller(ServerRequest)}); anything else is a 401 before the route reads a byte of the body. A refused call
  * is audited and counted under its route like any other ({@link RouteCall}). Other methods on those paths reach the
  * route's 405 without a token, as before; other paths need none.
@@ -25,19 +26,21 @@ final class ProjectAuthentication implements Filter {
 
     private final ProjectAuthenticator authenticator;
     private final RouteCalls calls;
-    private final Map<String, PathMatcher> guarded = new LinkedHashMap<>();
+    private final Map<String, Guard> guarded = new LinkedHashMap<>();
+
+    private record Guard(PathMatcher path, Set<Method> methods) {
+    }
 
     /**
      * @param authenticator the token check
      * @param calls         opens the audit record of a refused call
-     * @param paths         the paths whose {@code POST} needs a project token (matched as the routes match them)
+     * @param guarded       each guarded path (matched as the routes match them) and the methods that need a token there
      */
-    ProjectAuthentication(ProjectAuthenticator authenticator, RouteCalls calls, String... paths) {
+    ProjectAuthentication(ProjectAuthenticator authenticator, RouteCalls calls, Map<String, Set<Method>> guarded) {
         this.authenticator = authenticator;
         this.calls = calls;
-        for (String path : paths) {
-            guarded.put(path, PathMatchers.create(path));
-        }
+        guarded.forEach((path, methods) -> this.guarded.put(path, new Guard(PathMatchers.create(path),
+                                                                           Set.copyOf(methods))));
     }
 
     /**
@@ -70,11 +73,10 @@ final class ProjectAuthentication implements Filter {
     }
 
     private String guardedRoute(RoutingRequest req) {
-        if (!Method.POST.equals(req.prologue().method())) {
-            return null;
-        }
-        for (Map.Entry<String, PathMatcher> route : guarded.entrySet()) {
-            if (route.getValue().match(req.prologue().uriPath()).accepted()) {
+        for (Map.Entry<String, Guard> route : guarded.entrySet()) {
+            Guard guard = route.getValue();
+            if (guard.methods().contains(req.prologue().method())
+                    && guard.path().match(req.prologue().uriPath()).accepted()) {
                 return route.getKey();
             }
         }

@@ -18,7 +18,8 @@ public record SandboxConfig(String namespace,
                             ProjectLimitSettings projectLimits,
                             RequestBodySettings requestBodies,
                             LifecycleSettings lifecycle,
-                            Path podSealKeysDir) {
+                            Path podSealKeysDir,
+                            boolean mcpEnabled) {
 
     /**
      * @return every setting at its default: what sandboxd runs with when the operator's file sets nothing
@@ -43,7 +44,8 @@ public record SandboxConfig(String namespace,
                 ProjectLimitSettings.from(sandbox.get("limits").get("perProject")),
                 RequestBodySettings.from(sandbox.get("requestBodies")),
                 LifecycleSettings.from(sandbox.get("lifecycle")),
-                Path.of(sandbox.get("podSeal").get("keysDir").asString().orElse("/etc/sandboxd/seal")));
+                Path.of(sandbox.get("podSeal").get("keysDir").asString().orElse("/etc/sandboxd/seal")),
+                sandbox.get("mcp").get("enabled").asBoolean().orElse(true));
         config.validate();
         return config;
     }

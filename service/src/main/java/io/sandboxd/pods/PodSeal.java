@@ -165,6 +165,42 @@ public final class PodSeal {
     }
 
     /**
+     * A tag over a value sandboxd hands out and must recognise later from any replica (an MCP session id): the newest
+     * key's id and {@code HMAC(key, purpose, parts...)}, as {@code <kid>.<mac>}. Only a holder of the key can make one.
+     *
+     * @param purpose what the tag is for (tags of one purpose never verify for another)
+     * @param parts   what the tag binds together
+     * @return the tag
+     */
+    public String tag(String purpose, String... parts) {
+        Map.Entry<String, byte[]> key = keys().lastEntry();
+        return key.getKey() + "." + hmac(key.getValue(), withPurpose(purpose, parts));
+    }
+
+    /**
+     * @param tag     a tag as {@link #tag} made it, or anything a caller sent
+     * @param purpose its purpose
+     * @param parts   what it must bind
+     * @return whether a key in force made exactly this tag over these parts
+     */
+    public boolean isTag(String tag, String purpose, String... parts) {
+        int dot = tag.indexOf('.');
+        byte[] key = dot < 0 ? null : keys().get(tag.substring(0, dot));
+        if (key == null) {
+            return false;
+        }
+        return MessageDigest.isEqual(tag.substring(dot + 1).getBytes(StandardCharsets.US_ASCII),
+                                     hmac(key, withPurpose(purpose, parts)).getBytes(StandardCharsets.US_ASCII));
+    }
+
+    private static String[] withPurpose(String purpose, String... parts) {
+        String[] all = new String[parts.length + 1];
+        all[0] = "tag:" + purpose;
+        System.arraycopy(parts, 0, all, 1, parts.length);
+        return all;
+    }
+
+    /**
      * @param secret a pod's secret
      * @return what the pod holds to check it: SHA-256, base64url
      */

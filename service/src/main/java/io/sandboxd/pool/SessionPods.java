@@ -186,6 +186,18 @@ public final class SessionPods {
     }
 
     /**
+     * Ends a session at once, as its client asked (an MCP session's {@code DELETE}): its pod is deleted, so its
+     * interpreter, variables and files are gone, and the next run with that session id starts a fresh one. A run under
+     * way in it ends with the pod (the contract's error at worst). Nothing happens when the session has no pod.
+     *
+     * @param project   project from the token
+     * @param sessionId session id
+     */
+    public void end(String project, String sessionId) {
+        writes.delete(SnippetPodSpec.sessionPodName(sessionHash(project, sessionId)));
+    }
+
+    /**
      * Destroys a session's pod at once (for a pod that stopped answering); the run still releases it.
      *
      * @param podName pod name

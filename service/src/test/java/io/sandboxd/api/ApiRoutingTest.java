@@ -105,7 +105,8 @@ class ApiRoutingTest {
                 ApiMetrics.create(() -> new PoolStatus(2, 3, 1, 18)),
                 new InFlightRequests(),
                 new RequestBodies(new BodyBudget(64L << 20, Duration.ofSeconds(2)),
-                                  TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()));
+                                  TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()),
+                java.util.Optional.empty());
         server.addFeature(Main.observe(Config.empty(), () -> ready,
                                             () -> HealthCheckResponse.builder().status(true).build()));
         server.addFeature(ApiDocument.feature());

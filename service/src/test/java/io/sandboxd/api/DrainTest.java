@@ -79,7 +79,8 @@ class DrainTest {
                 },
                 () -> status, TestSettings.SNIPPET, TestSettings.TOOL, ApiMetrics.create(() -> status), IN_FLIGHT,
                 new RequestBodies(new BodyBudget(64L << 20, Duration.ofSeconds(2)),
-                                  TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()));
+                                  TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()),
+                java.util.Optional.empty());
         server.addFeature(Main.observe(Config.empty(), () -> !IN_FLIGHT.draining(),
                                        () -> HealthCheckResponse.builder().status(true).build()));
         server.routing(routing -> ApiRouting.register(routing, components));

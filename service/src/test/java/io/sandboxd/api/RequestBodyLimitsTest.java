@@ -115,7 +115,8 @@ class RequestBodyLimitsTest {
                 snippet, tool,
                 ApiMetrics.create(() -> new PoolStatus(0, 3, 0, 0)),
                 new InFlightRequests(),
-                new RequestBodies(budget, EXECUTE_CAP, EXECUTE_TOKENS, CALL_CAP, READ_DEADLINE));
+                new RequestBodies(budget, EXECUTE_CAP, EXECUTE_TOKENS, CALL_CAP, READ_DEADLINE),
+                java.util.Optional.empty());
         server.addFeature(Main.observe(Config.empty(), () -> true,
                                             () -> HealthCheckResponse.builder().status(true).build()));
         server.routing(routing -> ApiRouting.register(routing, components));

@@ -1,0 +1,202 @@
+package io.sandboxd.api;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import io.sandboxd.config.SnippetSettings;
+import io.sandboxd.run.SnippetJob;
+import io.sandboxd.run.SnippetOutcome;
+import io.sandboxd.run.SnippetRunner;
+import io.sandboxd.tokens.ProjectIdentity;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.modelcontextprotocol.common.McpTransportContext;
+import io.modelcontextprotocol.server.McpStatelessServerFeatures.SyncToolSpecification;
+import io.modelcontextprotocol.spec.McpSchema;
+
+/**
+ * The MCP tools (D10): {@value #RUN_PYTHON}, one snippet in a single-use pod with the {@code POST /v1/execute}
+ * contract, and {@value #RUN_PYTHON_SESSION}, the same in the interpreter of the caller's MCP session (a D4 session).
+ * Arguments are validated as the REST body is ({@link ExecuteRequest#parse}, the contract's messages); the run goes
+ * through the same runner, so the project's limits, caps and audit line (route {@value McpService#PATH}) are those
+ * of the REST route. A refused or failed run is a tool error carrying the contract's message, its HTTP status and,
+ * for a limit, the seconds to wait.
+ */
+final class McpTools {
+
+    static final String RUN_PYTHON = "run_python";
+    static final String RUN_PYTHON_SESSION = "run_python_session";
+
+    /** Transport context keys: the verified caller, sandboxd's request id, the MCP session's D4 session id. */
+    static final String CALLER = "sandboxd.caller";
+    static final String REQUEST_ID = "sandboxd.requestId";
+    static final String SESSION = "sandboxd.session";
+
+    private final SnippetRunner runner;
+    private final SnippetSettings settings;
+    private final RouteCalls calls;
+
+    /**
+     * @param runner   snippet runs (within the project's limits)
+     * @param settings snippet settings (timeouts)
+     * @param calls    audit and metrics of each call
+     */
+    McpTools(SnippetRunner runner, SnippetSettings settings, RouteCalls calls) {
+        this.runner = runner;
+        this.settings = settings;
+        this.calls = calls;
+    }
+
+    /**
+     * @return the tools' specifications
+     */
+    List<SyncToolSpecification> specifications() {
+        return List.of(
+                tool(RUN_PYTHON, "Run Python 3 code in a fresh, isolated, single-use sandbox and return its stdout, "
+                        + "stderr and exit code. Print what you want to see. The sandbox has only the standard library "
+                        + "and no network; files given are written to its working directory and files it leaves there "
+                        + "come back.", false),
+                tool(RUN_PYTHON_SESSION, "Run Python 3 code in this MCP session's own isolated interpreter: "
+                        + "variables, imports and files persist from one call to the next within the session, never "
+                        + "beyond it. The interpreter is destroyed when the session ends, goes idle or reaches its "
+                        + "lifetime. No network, standard library only.", true));
+    }
+
+    private SyncToolSpecification tool(String name, String description, boolean inSession) {
+        McpSchema.Tool tool = McpSchema.Tool.builder()
+                .name(name)
+                .description(description)
+                .inputSchema(inputSchema())
+                .outputSchema(outputSchema())
+                .annotations(new McpSchema.ToolAnnotations(null, false, false, false, false, null))
+                .build();
+        return SyncToolSpecification.builder()
+                .tool(tool)
+                .callHandler((context, request) -> call(context, request, inSession))
+                .build();
+    }
+
+    private McpSchema.CallToolResult call(McpTransportContext context, McpSchema.CallToolRequest request,
+                                          boolean inSession) {
+        ProjectIdentity caller = (ProjectIdentity) context.get(CALLER);
+        String requestId = (String) context.get(REQUEST_ID);
+        Optional<String> session = Optional.ofNullable((String) context.get(SESSION));
+        try (RouteCall call = calls.open(McpService.PATH, requestId)) {
+            call.caller(caller);
+            try {
+                if (inSession && session.isEmpty()) {
+                    throw ApiException.badRequest(RUN_PYTHON_SESSION + " needs an MCP session: initialize one and "
+                            + "send its " + McpSessions.HEADER + " header with every request");
+                }
+                ObjectNode body = ApiJson.MAPPER.valueToTree(request.arguments() == null ? Map.of()
+                                                                 : request.arguments());
+                body.remove("session_id"); // a session is the MCP session's, never an argument
+                ExecuteRequest run = ExecuteRequest.parse(body, settings);
+                Optional<String> runSession = inSession ? session : Optional.empty();
+                runSession.ifPresent(call::session);
+                SnippetOutcome outcome = runner.run(new SnippetJob(caller, requestId, run.code(),
+                                                                   run.timeoutSeconds(), run.files(), runSession));
+                call.succeeded(outcome.sandboxId(), outcome.reply().exitCode(), "ok");
+                call.timing("wait_ms", outcome.waitMillis());
+                call.timing("pod_ms", outcome.podMillis());
+                call.timing("run_ms", outcome.reply().durationMs());
+                ExecuteResponse response = ExecuteResponse.from(outcome);
+                return McpSchema.CallToolResult.builder()
+                        .addTextContent(text(response))
+                        .structuredContent(ApiJson.MAPPER.convertValue(response, Map.class))
+                        .isError(false)
+                        .build();
+            } catch (RuntimeException e) {
+                call.failed(e);
+                return error(e);
+            }
+        }
+    }
+
+    /** The text an agent reads, as {@code crusoe_adk.tools.run_python} formats a run. */
+    static String text(ExecuteResponse response) {
+        StringBuilder text = new StringBuilder()
+                .append("stdout:\n").append(block(response.stdout()))
+                .append("\nstderr:\n").append(block(response.stderr()))
+                .append("\nexit_code: ").append(response.exitCode());
+        if (response.files() != null && !response.files().isEmpty()) {
+            text.append("\nfiles: ").append(String.join(", ", response.files().stream()
+                    .map(io.sandboxd.sandbox.SandboxFile::path).toList()));
+        }
+        return text.toString();
+    }
+
+    private static String block(String text) {
+        if (text == null || text.isEmpty()) {
+            return "(empty)";
+        }
+        int end = text.length();
+        while (end > 0 && text.charAt(end - 1) == '\n') {
+            end--;
+        }
+        return text.substring(0, end);
+    }
+
+    /** A refused or failed run: the contract's message as the tool's text, and its status in structured form. */
+    private static McpSchema.CallToolResult error(RuntimeException e) {
+        ErrorTable.Answer answer = ErrorTable.answer(e);
+        if (answer.unexpected()) {
+            throw e; // a sandboxd bug: the SDK answers the request with a JSON-RPC internal error
+        }
+        Map<String, Object> detail = new LinkedHashMap<>();
+        detail.put("error", answer.message());
+        detail.put("status", answer.status());
+        String retry = answer.headers().get("Retry-After");
+        if (retry != null) {
+            detail.put("retry_after_s", Long.parseLong(retry));
+        }
+        if (answer.sandboxId() != null) {
+            detail.put("sandbox_id", answer.sandboxId());
+        }
+        return McpSchema.CallToolResult.builder()
+                .addTextContent("sandbox error: HTTP " + answer.status() + ": " + answer.message())
+                .structuredContent(detail)
+                .isError(true)
+                .build();
+    }
+
+    private Map<String, Object> inputSchema() {
+        Map<String, Object> file = Map.of(
+                "type", "object",
+                "properties", Map.of("path", Map.of("type", "string",
+                                                    "description", "path relative to the working directory"),
+                                     "content_b64", Map.of("type", "string", "description",
+                                                           "the file's bytes, base64")),
+                "required", List.of("path"));
+        return Map.of(
+                "type", "object",
+                "properties", Map.of(
+                        "code", Map.of("type", "string", "description", "Python 3 source to run"),
+                        "timeout_s", Map.of("type", "integer", "minimum", 1, "maximum", settings.maxTimeoutSeconds(),
+                                            "description", "wall-time limit in seconds (default "
+                                                    + settings.defaultTimeoutSeconds() + ")"),
+                        "files", Map.of("type", "array", "items", file,
+                                        "description", "files written to the working directory before the run")),
+                "required", List.of("code"));
+    }
+
+    private static Map<String, Object> outputSchema() {
+        Map<String, Object> file = Map.of("type", "object",
+                                          "properties", Map.of("path", Map.of("type", "string"),
+                                                               "content_b64", Map.of("type", "string")));
+        Map<String, Object> properties = new LinkedHashMap<>();
+        properties.put("sandbox_id", Map.of("type", "string"));
+        properties.put("stdout", Map.of("type", "string"));
+        properties.put("stderr", Map.of("type", "string"));
+        properties.put("exit_code", Map.of("type", "integer", "description", "-1 when the run timed out"));
+        properties.put("duration_ms", Map.of("type", "integer"));
+        properties.put("files", Map.of("type", "array", "items", file));
+        properties.put("stdout_truncated", Map.of("type", "boolean"));
+        properties.put("stderr_truncated", Map.of("type", "boolean"));
+        properties.put("files_truncated", Map.of("type", "boolean"));
+        return Map.of("type", "object", "properties", properties,
+                      "required", List.of("sandbox_id", "stdout", "stderr", "exit_code", "duration_ms"));
+    }
+}

@@ -1,0 +1,321 @@
+package io.sandboxd.api;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyPair;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+
+import io.sandboxd.Main;
+import io.sandboxd.TestSettings;
+import io.sandboxd.failure.FailedRun;
+import io.sandboxd.failure.Failure;
+import io.sandboxd.pods.PodSeal;
+import io.sandboxd.pool.PoolStatus;
+import io.sandboxd.run.SnippetJob;
+import io.sandboxd.run.SnippetOutcome;
+import io.sandboxd.sandbox.ExecutorReply;
+import io.sandboxd.sandbox.SandboxFile;
+import io.sandboxd.tokens.KeyDirectory;
+import io.sandboxd.tokens.PemKeys;
+import io.sandboxd.tokens.TokenMinter;
+import io.sandboxd.tokens.TokenVerifier;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.helidon.config.Config;
+import io.helidon.health.HealthCheckResponse;
+import io.helidon.webserver.WebServerConfig;
+import io.helidon.webserver.testing.junit5.ServerTest;
+import io.helidon.webserver.testing.junit5.SetUpServer;
+import io.modelcontextprotocol.client.McpClient;
+import io.modelcontextprotocol.client.McpSyncClient;
+import io.modelcontextprotocol.client.transport.HttpClientStreamableHttpTransport;
+import io.modelcontextprotocol.spec.McpSchema;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code /mcp} against the MCP Java SDK's own client and raw HTTP: the tools, sessions bound to a project, and every
+ * refusal with the contract's message. The runner is a stand-in; the e2e suite drives a real install with each
+ * framework's client and the protocol's conformance suite.
+ */
+@ServerTest
+class McpServiceTest {
+
+    static final String ACCEPT = "application/json, text/event-stream";
+    static final ObjectMapper JSON = new ObjectMapper();
+    static final AtomicReference<Function<SnippetJob, SnippetOutcome>> SNIPPETS = new AtomicReference<>();
+    static final List<SnippetJob> JOBS = new CopyOnWriteArrayList<>();
+    static final List<List<String>> ENDED = new CopyOnWriteArrayList<>();
+    static KeyPair key;
+
+    private final URI uri;
+    private final HttpClient http = HttpClient.newHttpClient();
+    private final TokenMinter minter;
+
+    McpServiceTest(URI uri) {
+        this.uri = uri;
+        this.minter = new TokenMinter(key.getPrivate(), "cp-1");
+    }
+
+    @SetUpServer
+    static void server(WebServerConfig.Builder server) throws IOException {
+        key = io.sandboxd.tokens.TestKeys.ec();
+        Path keys = Files.createTempDirectory("sandboxd-keys");
+        keys.toFile().deleteOnExit();
+        Files.writeString(keys.resolve("cp-1.pem"), PemKeys.pem(key.getPublic()));
+        TokenVerifier verifier = new TokenVerifier(KeyDirectory.watching(keys), "sandboxd", "", Clock.systemUTC());
+        PodSeal seal = PodSeal.of(Map.of("k1", "0123456789abcdef0123456789abcdef".getBytes(StandardCharsets.UTF_8)));
+        ApiComponents components = new ApiComponents(
+                new ProjectAuthenticator(verifier),
+                job -> {
+                    JOBS.add(job);
+                    return SNIPPETS.get().apply(job);
+                },
+                job -> {
+                    throw new IllegalStateException("no tool calls here");
+                },
+                () -> new PoolStatus(2, 3, 1, 18),
+                TestSettings.SNIPPET, TestSettings.TOOL,
+                ApiMetrics.create(() -> new PoolStatus(2, 3, 1, 18)),
+                new InFlightRequests(),
+                new RequestBodies(new BodyBudget(64L << 20, Duration.ofSeconds(2)),
+                                  TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()),
+                Optional.of(new ApiComponents.Mcp(seal, (project, session) -> ENDED.add(List.of(project, session)))));
+        server.addFeature(Main.observe(Config.empty(), () -> true,
+                                       () -> HealthCheckResponse.builder().status(true).build()));
+        server.routing(routing -> ApiRouting.register(routing, components));
+        ApiRouting.configure(server, components);
+    }
+
+    @BeforeEach
+    void reset() {
+        JOBS.clear();
+        ENDED.clear();
+        SNIPPETS.set(job -> new SnippetOutcome("sandbox-x7k2p", new ExecutorReply(
+                "42\n", "", 0, 38, List.of(new SandboxFile("out.txt", "aGk=")), false, false, false)));
+    }
+
+    // ---- with the SDK's own client ----
+
+    @Test
+    void theSdksClientListsBothToolsAndRunsPython() {
+        try (McpSyncClient client = client(token("proj-a"))) {
+            client.initialize();
+            List<McpSchema.Tool> tools = client.listTools().tools();
+            assertEquals(List.of(McpTools.RUN_PYTHON, McpTools.RUN_PYTHON_SESSION),
+                         tools.stream().map(McpSchema.Tool::name).toList());
+            assertEquals(List.of("code"), tools.get(0).inputSchema().get("required"));
+
+            McpSchema.CallToolResult result = client.callTool(new McpSchema.CallToolRequest(
+                    McpTools.RUN_PYTHON, Map.of("code", "print(6*7)", "timeout_s", 5,
+                                                "files", List.of(Map.of("path", "in.txt", "content_b64", "aGk=")))));
+            assertFalse(result.isError());
+            assertEquals("stdout:\n42\nstderr:\n(empty)\nexit_code: 0\nfiles: out.txt",
+                         ((McpSchema.TextContent) result.content().get(0)).text());
+            @SuppressWarnings("unchecked")
+            Map<String, Object> structured = (Map<String, Object>) result.structuredContent();
+            assertEquals("sandbox-x7k2p", structured.get("sandbox_id"));
+            assertEquals(0, structured.get("exit_code"));
+            assertEquals(List.of(Map.of("path", "out.txt", "content_b64", "aGk=")), structured.get("files"));
+
+            SnippetJob job = JOBS.get(0);
+            assertEquals("print(6*7)", job.code());
+            assertEquals(5, job.timeoutSeconds());
+            assertEquals(List.of(new SandboxFile("in.txt", "aGk=")), job.files());
+            assertEquals("proj-a", job.caller().project());
+            assertTrue(job.sessionId().isEmpty(), "run_python is single-use");
+        }
+    }
+
+    @Test
+    void theSessionToolRunsEveryCallOfOneMcpSessionInOneD4Session() {
+        try (McpSyncClient client = client(token("proj-a"))) {
+            client.initialize();
+            for (int i = 0; i < 2; i++) {
+                assertFalse(client.callTool(new McpSchema.CallToolRequest(
+                        McpTools.RUN_PYTHON_SESSION, Map.of("code", "x = 1", "session_id", "someone-elses"))).isError());
+            }
+        }
+        try (McpSyncClient other = client(token("proj-a"))) {
+            other.initialize();
+            other.callTool(new McpSchema.CallToolRequest(McpTools.RUN_PYTHON_SESSION, Map.of("code", "x")));
+        }
+        String first = JOBS.get(0).sessionId().orElseThrow();
+        assertTrue(first.startsWith("mcp-"), first);
+        assertEquals(first, JOBS.get(1).sessionId().orElseThrow(), "one MCP session, one interpreter");
+        assertNotEquals(first, JOBS.get(2).sessionId().orElseThrow(), "a new MCP session, a new interpreter");
+    }
+
+    @Test
+    void aRefusedOrFailedRunIsAToolErrorWithTheContractsMessage() {
+        try (McpSyncClient client = client(token("proj-a"))) {
+            client.initialize();
+            SNIPPETS.set(job -> {
+                throw new FailedRun(new Failure.NoWarmPod());
+            });
+            McpSchema.CallToolResult noPod = client.callTool(new McpSchema.CallToolRequest(
+                    McpTools.RUN_PYTHON, Map.of("code", "1")));
+            assertTrue(noPod.isError());
+            assertEquals("sandbox error: HTTP 503: no warm sandbox pod available, try again shortly",
+                         ((McpSchema.TextContent) noPod.content().get(0)).text());
+
+            SNIPPETS.set(job -> {
+                throw ApiException.busy("request bodies of project \"proj-a\" are over budget", 3);
+            });
+            McpSchema.CallToolResult busy = client.callTool(new McpSchema.CallToolRequest(
+                    McpTools.RUN_PYTHON, Map.of("code", "1")));
+            assertTrue(busy.isError());
+            assertEquals(Map.of("error", "request bodies of project \"proj-a\" are over budget", "status", 503,
+                                "retry_after_s", 3), busy.structuredContent());
+
+            McpSchema.CallToolResult badTimeout = client.callTool(new McpSchema.CallToolRequest(
+                    McpTools.RUN_PYTHON, Map.of("code", "1", "timeout_s", 99)));
+            assertTrue(badTimeout.isError());
+            assertTrue(((McpSchema.TextContent) badTimeout.content().get(0)).text()
+                               .startsWith("sandbox error: HTTP 400: timeout_s"), badTimeout.toString());
+        }
+    }
+
+    // ---- raw HTTP: sessions ----
+
+    @Test
+    void aSessionIdWorksOnlyForTheProjectItWasIssuedTo() throws Exception {
+        HttpResponse<String> init = post(initialize(), token("proj-a"), null);
+        assertEquals(200, init.statusCode(), init.body());
+        String session = init.headers().firstValue(McpSessions.HEADER).orElseThrow();
+
+        HttpResponse<String> own = post(call(McpTools.RUN_PYTHON_SESSION, "x = 1"), token("proj-a"), session);
+        assertEquals(200, own.statusCode(), own.body());
+        HttpResponse<String> other = post(call(McpTools.RUN_PYTHON_SESSION, "x"), token("proj-b"), session);
+        assertEquals(404, other.statusCode(), other.body());
+        assertTrue(JSON.readTree(other.body()).get("error").get("message").textValue()
+                           .startsWith("unknown MCP session"), other.body());
+        String forged = session.substring(0, session.indexOf('.')) + ".k1.AAAA";
+        assertEquals(404, post(call(McpTools.RUN_PYTHON, "1"), token("proj-a"), forged).statusCode());
+        assertEquals(1, JOBS.size(), "only the owner's call ran");
+
+        assertEquals(404, delete(token("proj-b"), session).statusCode(), "another project cannot end it");
+        assertTrue(ENDED.isEmpty());
+        assertEquals(401, delete(null, session).statusCode(), "a session id alone gets nothing");
+        assertEquals(204, delete(token("proj-a"), session).statusCode());
+        assertEquals(List.of(List.of("proj-a", JOBS.get(0).sessionId().orElseThrow())), ENDED);
+    }
+
+    @Test
+    void theSessionToolWithoutASessionIsAToolError() throws Exception {
+        HttpResponse<String> r = post(call(McpTools.RUN_PYTHON_SESSION, "x = 1"), token("proj-a"), null);
+        assertEquals(200, r.statusCode());
+        JsonNode result = JSON.readTree(r.body()).get("result");
+        assertTrue(result.get("isError").booleanValue());
+        assertTrue(result.get("content").get(0).get("text").textValue().contains("needs an MCP session"));
+        assertTrue(JOBS.isEmpty());
+    }
+
+    // ---- raw HTTP: refusals ----
+
+    @Test
+    void withoutATokenEveryMethodThatActsIs401AndGetIs405() throws Exception {
+        HttpResponse<String> r = post(initialize(), null, null);
+        assertEquals(401, r.statusCode());
+        assertEquals("Bearer", r.headers().firstValue("WWW-Authenticate").orElse("").split(" ")[0]);
+        HttpResponse<String> get = http.send(HttpRequest.newBuilder(uri.resolve("/mcp")).header("Accept", ACCEPT)
+                                                     .GET().build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(405, get.statusCode());
+        assertEquals("POST, DELETE", get.headers().firstValue("Allow").orElseThrow());
+    }
+
+    @Test
+    void badMessagesGetAClearErrorAndTheReplicaStaysHealthy() throws Exception {
+        String token = token("proj-a");
+        assertEquals(406, send(request(token, null).header("Accept", "application/json")
+                                       .POST(HttpRequest.BodyPublishers.ofString(initialize()))).statusCode());
+        assertEquals(400, send(request(token, null).header("Accept", ACCEPT).header("MCP-Protocol-Version", "1999-01-01")
+                                       .POST(HttpRequest.BodyPublishers.ofString(initialize()))).statusCode());
+        HttpResponse<String> batch = post("[" + initialize() + "]", token, null);
+        assertEquals(400, batch.statusCode());
+        assertTrue(batch.body().contains("batches are not part of this protocol revision"), batch.body());
+        String deep = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":" + "[".repeat(5000)
+                + "]".repeat(5000) + "}";
+        HttpResponse<String> nested = post(deep, token, null);
+        assertEquals(400, nested.statusCode(), nested.body());
+        assertEquals(400, post("{\"jsonrpc\":\"2.0\",\"id\":1}", token, null).statusCode(), "neither kind");
+        HttpResponse<String> large = post("{\"x\":\"" + "a".repeat((int) TestSettings.SNIPPET.maxRequestBytes())
+                                                  + "\"}", token, null);
+        assertEquals(413, large.statusCode());
+        assertTrue(JSON.readTree(large.body()).get("error").get("message").textValue()
+                           .startsWith("request body too large"), large.body());
+        assertEquals(202, post("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", token, null)
+                .statusCode());
+        HttpResponse<String> ping = post("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}", token, null);
+        assertEquals(200, ping.statusCode(), "still serving");
+        assertEquals(7, JSON.readTree(ping.body()).get("id").intValue());
+    }
+
+    // ---- helpers ----
+
+    private McpSyncClient client(String token) {
+        return McpClient.sync(HttpClientStreamableHttpTransport.builder(uri.toString())
+                                      .endpoint("/mcp")
+                                      .requestBuilder(HttpRequest.newBuilder().header("Authorization", "Bearer " + token))
+                                      .build())
+                .requestTimeout(Duration.ofSeconds(20))
+                .build();
+    }
+
+    private String token(String project) {
+        return minter.mint(project, "analyst", "localhost:30500/agents/my-agent:abc123");
+    }
+
+    private static String initialize() {
+        return "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+                + "\"capabilities\":{},\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}}";
+    }
+
+    private static String call(String tool, String code) throws IOException {
+        return JSON.writeValueAsString(Map.of("jsonrpc", "2.0", "id", 2, "method", "tools/call",
+                                              "params", Map.of("name", tool, "arguments", Map.of("code", code))));
+    }
+
+    private HttpRequest.Builder request(String token, String session) {
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri.resolve("/mcp"))
+                .header("Content-Type", "application/json");
+        if (token != null) {
+            request.header("Authorization", "Bearer " + token);
+        }
+        if (session != null) {
+            request.header(McpSessions.HEADER, session);
+        }
+        return request;
+    }
+
+    private HttpResponse<String> post(String body, String token, String session) throws Exception {
+        return send(request(token, session).header("Accept", ACCEPT).POST(HttpRequest.BodyPublishers.ofString(body)));
+    }
+
+    private HttpResponse<String> delete(String token, String session) throws Exception {
+        return send(request(token, session).DELETE());
+    }
+
+    private HttpResponse<String> send(HttpRequest.Builder request) throws Exception {
+        return http.send(request.timeout(Duration.ofSeconds(20)).build(), HttpResponse.BodyHandlers.ofString());
+    }
+}
