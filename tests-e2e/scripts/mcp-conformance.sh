@@ -73,7 +73,7 @@ if [ "$(cat "$dir/.installed" 2>/dev/null)" != "$lock_sum" ]; then
   echo "[mcp-conformance] installing @modelcontextprotocol/conformance@$version into $dir"
   start=$SECONDS
   mkdir -p "$(dirname "$dir")"
-  tmp=$(mktemp -d "$dir.XXXX")
+  tmp=$(mktemp -d "$dir.XXXX") && chmod 755 "$tmp"
   cp "$here/mcp-conformance/package.json" "$here/mcp-conformance/package-lock.json" "$tmp/"
   (cd "$tmp" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
   echo "$lock_sum" > "$tmp/.installed"
