@@ -38,23 +38,31 @@ def run_python(code: str) -> str:
     if not base_url:
         raise RuntimeError("SANDBOX_URL is not set; the platform injects it into every agent, "
                            "so redeploy the agent")
+    reply, error = post_execute(base_url, body, internal_caller_headers())
+    return error if error else format_run(reply)
+
+
+def post_execute(base_url, body, headers):
+    """POST `body` to {base_url}/v1/execute: (reply, None), or (None, "sandbox error: ...") for an
+    HTTP error (sandboxd's message word for word, see describe_http_error), an unreachable service
+    or an answer that is not a JSON object. Never raises for the sandbox's failures."""
     request = urllib.request.Request(
         f"{base_url}/v1/execute", data=json.dumps(body).encode("utf-8"), method="POST",
-        headers={"Content-Type": "application/json", **internal_caller_headers()})
+        headers={"Content-Type": "application/json", **headers})
     try:
         with urllib.request.urlopen(request, timeout=body["timeout_s"] + HTTP_MARGIN_S) as response:
             reply = json.loads(response.read())
     except urllib.error.HTTPError as error:
-        return describe_http_error(error)
+        return None, describe_http_error(error)
     except urllib.error.URLError as error:
-        return f"sandbox error: could not reach the sandbox service at {base_url}: {error.reason}"
+        return None, f"sandbox error: could not reach the sandbox service at {base_url}: {error.reason}"
     except OSError as error:  # e.g. the read timed out
-        return f"sandbox error: could not reach the sandbox service at {base_url}: {error}"
+        return None, f"sandbox error: could not reach the sandbox service at {base_url}: {error}"
     except ValueError:
-        return "sandbox error: invalid response from the sandbox service"
+        return None, "sandbox error: invalid response from the sandbox service"
     if not isinstance(reply, dict):
-        return "sandbox error: invalid response from the sandbox service"
-    return format_run(reply)
+        return None, "sandbox error: invalid response from the sandbox service"
+    return reply, None
 
 
 def seconds_from_env(name, default, low, high):
@@ -72,16 +80,21 @@ def seconds_from_env(name, default, low, high):
 def interpreter_timeout_s():
     """CODE_INTERPRETER_TIMEOUT_S, checked against the guide's range and the server's maximum (D5)."""
     timeout_s = seconds_from_env("CODE_INTERPRETER_TIMEOUT_S", DEFAULT_TIMEOUT_S, *GUIDE_TIMEOUT_RANGE_S)
-    raw_max = os.environ.get("SANDBOX_MAX_TIMEOUT_S") or str(DEFAULT_SERVER_MAX_TIMEOUT_S)
-    try:
-        server_max = int(raw_max)
-    except ValueError:
-        raise ValueError(f"SANDBOX_MAX_TIMEOUT_S must be a whole number of seconds, got {raw_max!r}")
+    server_max = server_max_timeout_s()
     if timeout_s > server_max:
         # Refused here, once and clearly, rather than every run failing with a 400 from sandboxd.
         raise ValueError(f"CODE_INTERPRETER_TIMEOUT_S is {timeout_s} s, above the sandbox's maximum "
                          f"of {server_max} s (SANDBOX_MAX_TIMEOUT_S); set it to {server_max} or less")
     return timeout_s
+
+
+def server_max_timeout_s():
+    """SANDBOX_MAX_TIMEOUT_S, the longest run sandboxd accepts (default 60)."""
+    raw_max = os.environ.get("SANDBOX_MAX_TIMEOUT_S") or str(DEFAULT_SERVER_MAX_TIMEOUT_S)
+    try:
+        return int(raw_max)
+    except ValueError:
+        raise ValueError(f"SANDBOX_MAX_TIMEOUT_S must be a whole number of seconds, got {raw_max!r}")
 
 
 def conversation_session_id():

@@ -1,10 +1,13 @@
-"""A local stand-in for sandboxd's POST /v1/call, for the relocation tests (tests/ and tests_adk/).
+"""A local stand-in for sandboxd's POST /v1/call, for the relocation tests (tests/ and tests_adk/), and its
+POST /v1/execute, for the ADK code executor's tests (tests_adk/).
 
 It speaks the contract (docs/internal-contracts.md, the API reference): the project token's `image`
 claim must match the request's image (else 403), and each call runs in a fresh "pod": a new
 `python3 -m crusoe_adk.toolrunner` process started next to the sample agent's agent.py, with an
 environment of its own (none of the agent's variables), given the pod secret, asked once, stopped.
-Scripted replies (`fail_next`) stand in for sandboxd's own 4xx/5xx answers.
+Each /v1/execute runs in a fresh real snippet executor (`python3 -m sandbox_executor`, the in-pod program),
+asked once and stopped; with a `session_id`, in the one of its (project, session), kept until close() (D4).
+Scripted replies (`fail_next`) stand in for sandboxd's own 4xx/5xx answers, on either route.
 """
 import base64
 import hashlib
@@ -13,9 +16,11 @@ import itertools
 import json
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,6 +49,9 @@ class FakeSandboxd:
         self.python = python
         self.pod_env = pod_env or {}
         self.calls = []          # (headers, body) of every /v1/call
+        self.executions = []     # (headers, body) of every /v1/execute
+        self.sessions = {}       # (project, session_id) -> its SnippetPod
+        self.sessions_lock = threading.Lock()
         self.scripted = []       # (status, body, headers) answered instead of running a pod
         self.pod_numbers = itertools.count(1)
         fake = self
@@ -51,8 +59,12 @@ class FakeSandboxd:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.calls.append((dict(self.headers), body))
-                status, reply, headers = fake.answer(self.headers.get("Authorization", ""), body)
+                if self.path == "/v1/execute":
+                    fake.executions.append((dict(self.headers), body))
+                    status, reply, headers = fake.execute(self.headers.get("Authorization", ""), body)
+                else:
+                    fake.calls.append((dict(self.headers), body))
+                    status, reply, headers = fake.answer(self.headers.get("Authorization", ""), body)
                 payload = json.dumps(reply).encode()
                 self.send_response(status)
                 for name, value in headers.items():
@@ -71,6 +83,8 @@ class FakeSandboxd:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+        for pod in self.sessions.values():
+            pod.stop()
 
     def fail_next(self, status, error, headers=None):
         self.scripted.append((status, {"error": error}, headers or {}))
@@ -100,6 +114,43 @@ class FakeSandboxd:
             out["error"] = reply["error"]
         return 200, out, {}
 
+    def execute(self, authorization, body):
+        """POST /v1/execute: the run's answer, as sandboxd gives it."""
+        if self.scripted:
+            return self.scripted.pop(0)
+        claims = token_claims(authorization.removeprefix("Bearer "))
+        if claims is None:
+            return 401, {"error": "missing or malformed token"}, {}
+        if not isinstance(body.get("code"), str):
+            return 400, {"error": "code is required"}, {}
+        if body.get("language", "python") != "python":
+            return 400, {"error": f"unsupported language \"{body['language']}\""}, {}
+        timeout_s = body.get("timeout_s") or 20
+        if not 1 <= timeout_s <= 60:
+            return 400, {"error": "timeout_s must be between 1 and 60"}, {}
+        run = {"code": body["code"], "timeout_s": timeout_s, "files": body.get("files") or []}
+        session_id = body.get("session_id")
+        if session_id:
+            with self.sessions_lock:
+                key = (claims.get("project"), session_id)
+                if key not in self.sessions:
+                    self.sessions[key] = SnippetPod(self.python, f"sandbox-session{next(self.pod_numbers)}", True)
+                pod = self.sessions[key]
+            status, reply = pod.run(run)
+        else:
+            pod = SnippetPod(self.python, f"sandbox-fake{next(self.pod_numbers)}", False)
+            try:
+                status, reply = pod.run(run)
+            finally:
+                pod.stop()
+        if status != 200:
+            return 502, {"error": f"sandbox pod returned HTTP {status}: {reply.get('error')}"}, {}
+        out = {"sandbox_id": pod.sandbox_id, **{name: reply[name] for name in
+                                                ("stdout", "stderr", "exit_code", "duration_ms", "files")}}
+        out.update({name: True for name in ("stdout_truncated", "stderr_truncated", "files_truncated")
+                    if reply.get(name)})
+        return 200, out, {}
+
     def run_in_pod(self, sandbox_id, module, function, args):
         """One fresh tool-runner process, as one pod per call: started, asked once, stopped."""
         port, pod_token = free_port(), secrets.token_urlsafe(32)
@@ -122,10 +173,42 @@ class FakeSandboxd:
             process.wait(5)
 
 
-def request(port, pod_token, body):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+class SnippetPod:
+    """A real snippet executor process in a working directory of its own, as one snippet pod."""
+
+    def __init__(self, python, sandbox_id, session):
+        self.sandbox_id = sandbox_id
+        self.port, self.pod_token = free_port(), secrets.token_urlsafe(32)
+        self.workdir = tempfile.mkdtemp(prefix="fake-snippet-pod-")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp",
+               "PYTHONPATH": str(TOOLRUNNER_DIR), "PYTHONDONTWRITEBYTECODE": "1",
+               "SANDBOX_PORT": str(self.port), "SANDBOX_WORKDIR": self.workdir,
+               "SANDBOX_SESSION": "true" if session else "false", "SANDBOXD_POD_TOKEN_SHA256": verifier(self.pod_token)}
+        self.process = subprocess.Popen([python, "-m", "sandbox_executor"], cwd=TOOLRUNNER_DIR, env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.lock = threading.Lock()  # a session runs one snippet at a time
+
+    def run(self, body):
+        with self.lock:
+            deadline = time.monotonic() + 15
+            while True:
+                try:
+                    return request(self.port, self.pod_token, body, path="/run")
+                except OSError:
+                    if self.process.poll() is not None or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.02)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(5)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def request(port, pod_token, body, path="/call"):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=90)
     try:
-        connection.request("POST", "/call", body=json.dumps(body).encode(),
+        connection.request("POST", path, body=json.dumps(body).encode(),
                            headers={"Authorization": f"Bearer {pod_token}"})
         response = connection.getresponse()
         return response.status, json.loads(response.read())

@@ -1,7 +1,10 @@
 """run_python and internal_caller_headers against a tiny fake sandboxd."""
 import json
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +134,22 @@ def test_missing_token_tells_the_operator_to_redeploy(monkeypatch, tmp_path):
     monkeypatch.setenv("SANDBOX_TOKEN_FILE", str(tmp_path / "absent"))
     with pytest.raises(MissingTokenError, match="redeploy the agent"):
         internal_caller_headers()
+
+
+def test_the_package_stays_standard_library_and_names_the_adk_extra():
+    """crusoe_adk imports no google-adk; its one ADK piece, SandboxdCodeExecutor, says how to get it when it is
+    absent (the agent images install the package without it)."""
+    probe = ("import sys, crusoe_adk, crusoe_adk.tools\n"
+             "assert not [m for m in sys.modules if m.startswith(('google', 'pydantic'))]\n"
+             "try:\n"
+             "    import google.adk\n"
+             "except ImportError:\n"
+             "    try:\n"
+             "        crusoe_adk.SandboxdCodeExecutor\n"
+             "    except ImportError as error:\n"
+             "        assert \"pip install 'crusoe-adk[adk]'\" in str(error), error\n"
+             "    else:\n"
+             "        raise AssertionError('SandboxdCodeExecutor without google-adk')\n")
+    toolrunner = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=toolrunner,
+                   env={"PYTHONPATH": str(toolrunner), "PATH": "/usr/bin:/bin"})

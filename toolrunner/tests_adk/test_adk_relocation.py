@@ -48,7 +48,8 @@ def sandboxd(monkeypatch):
 def test_the_client_is_the_installed_package_with_no_dependencies():
     assert "site-packages" in crusoe_adk.__file__, crusoe_adk.__file__
     assert importlib.metadata.version("crusoe-adk")
-    assert not importlib.metadata.requires("crusoe-adk"), "standard library only"
+    # Standard library only: the one requirement is the optional `adk` extra, for SandboxdCodeExecutor.
+    assert importlib.metadata.requires("crusoe-adk") == ['google-adk>=2.13; extra == "adk"']
     files = {str(path) for path in importlib.metadata.files("crusoe-adk")}
     assert {"crusoe_adk/toolrunner.py", "crusoe_adk/relocation.py", "crusoe_core/adapter.py"} <= files
 

@@ -1,0 +1,112 @@
+"""Google ADK's code-execution loop against a real sandboxd: an LlmAgent whose model is scripted (no model is
+called) answers with a ```python block, and crusoe_adk.SandboxdCodeExecutor runs it through POST /v1/execute.
+
+    check_adk_code_executor(base_url, token_headers)           one turn: print(6 * 7) must come back as 42
+    check_adk_code_executor_stateful(base_url, token_headers)  stateful=True, two turns: x = 6 * 7, then print(x)
+
+`token_headers` is what crusoe_core.adapter.internal_caller_headers() gives an agent:
+{"Authorization": "Bearer <project token>"}. Each check returns {"name", "ok", "detail"} and never raises;
+google.adk is imported only when a check runs, so importing this module is cheap.
+"""
+import asyncio
+import concurrent.futures
+
+APP = "adk-code-executor-check"
+# The code never contains the marker: it can only come from the code having run.
+TURNS_ONE = [("compute", "print(6 * 7)")]
+TURNS_STATEFUL = [("set", "x = 6 * 7"), ("show", "print(x)")]
+MARKER = "42"
+
+
+def check_adk_code_executor(base_url: str, token_headers: dict) -> dict:
+    """One turn, one single-use sandbox: the code block's printed 42 comes back in ADK's events."""
+    return _check("adk-code-executor", base_url, token_headers, TURNS_ONE, stateful=False)
+
+
+def check_adk_code_executor_stateful(base_url: str, token_headers: dict) -> dict:
+    """stateful=True: two turns of one ADK session share one sandboxd session (its id is the ADK session's),
+    so the second turn's print(x) finds the x the first turn set."""
+    return _check("adk-code-executor-stateful", base_url, token_headers, TURNS_STATEFUL, stateful=True)
+
+
+def _check(name, base_url, token_headers, turns, stateful):
+    try:
+        outputs = _run(_run_turns(base_url, token_headers, turns, stateful))
+    except Exception as error:  # noqa: BLE001 - a check reports, it does not raise
+        return {"name": name, "ok": False, "detail": f"{type(error).__name__}: {error}"}
+    ok = (len(outputs) == len(turns) and all(outcome == "OUTCOME_OK" for outcome, _output in outputs)
+          and f"\n{MARKER}\n" in outputs[-1][1])  # the printed line itself
+    shown = "; ".join(f"{outcome}: {_squashed(output)}" for outcome, output in outputs) or "no code execution result"
+    how = "one interpreter across two turns" if stateful else "a single-use sandbox"
+    if ok:
+        detail = f"ADK ran the model's code blocks in sandboxd ({how}) and got {MARKER} back: {shown}"
+    else:
+        detail = f"expected {len(turns)} successful code execution result(s), the last with {MARKER}; got {shown}"
+    return {"name": name, "ok": ok, "detail": detail}
+
+
+def _squashed(text, limit=300):
+    """One line of at most `limit` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _run(coroutine):
+    """asyncio.run, also from a caller that is itself inside an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+async def _run_turns(base_url, token_headers, turns, stateful):
+    """[(outcome, output)] of every code execution result in the events of the turns, in order."""
+    from google.adk.agents import LlmAgent
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    from crusoe_adk import SandboxdCodeExecutor
+
+    executor = SandboxdCodeExecutor(base_url=base_url, headers=dict(token_headers), timeout_s=20,
+                                    stateful=stateful)
+    agent = LlmAgent(name="calculator", model=_scripted_model(dict(turns), executor), code_executor=executor,
+                     instruction="Answer with Python code.")
+    runner = InMemoryRunner(agent=agent, app_name=APP)
+    session = await runner.session_service.create_session(app_name=APP, user_id="check")
+    results = []
+    for text, _code in turns:
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        async for event in runner.run_async(user_id="check", session_id=session.id, new_message=message):
+            for part in (event.content.parts if event.content else None) or []:
+                if part.code_execution_result:
+                    outcome = part.code_execution_result.outcome
+                    results.append((getattr(outcome, "name", str(outcome)), part.code_execution_result.output or ""))
+    return results
+
+
+def _scripted_model(code_for, executor):
+    """A BaseLlm that answers a user message with its code (in the executor's ```python fence), and the code's
+    result (which ADK sends back as the next request's last content) with a closing sentence."""
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
+
+    lead, trail = next(pair for pair in executor.code_block_delimiters if pair[0].startswith("```python"))
+    result_lead = executor.execution_result_delimiters[0]
+
+    class ScriptedCodeModel(BaseLlm):
+        async def generate_content_async(self, llm_request, stream=False):
+            last = llm_request.contents[-1] if llm_request.contents else None
+            text = "".join(part.text or "" for part in (last.parts if last else None) or [])
+            if text.startswith(result_lead) or text not in code_for:
+                answer = "Done."
+            else:
+                answer = f"{lead}{code_for[text]}{trail}"
+            # Usage reported (none spent), so ADK's telemetry does not warn about every answer.
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=answer)]),
+                              usage_metadata=types.GenerateContentResponseUsageMetadata(
+                                  prompt_token_count=0, candidates_token_count=0))
+
+    return ScriptedCodeModel(model="scripted-code-model")
