@@ -9,8 +9,9 @@ sandbox pod, the way GkeCodeExecutor runs them in a Job.
 
 Each code block ADK finds in the model's answer (```python ... ```) is one POST /v1/execute, with the
 CodeExecutionInput's files as `files`. With `stateful=True`, ADK gives every run of one ADK session the
-same execution id (the ADK session's id); it is sent as sandboxd's `session_id` (D4), so variables and files
-persist from one code block to the next. Otherwise every block runs in a fresh single-use pod.
+same execution id (the ADK session's id); with the app's name and the user's id it makes sandboxd's `session_id`
+(D4, `adk-` and a hash of the three), so variables and files persist from one code block to the next, and two
+users whose sessions have the same name never share an interpreter. Otherwise every block runs in a fresh single-use pod.
 
 This module needs google-adk (`pip install 'crusoe-adk[adk]'`); the rest of the package does not, and
 `import crusoe_adk` does not import this module until `crusoe_adk.SandboxdCodeExecutor` is first used.
@@ -92,7 +93,8 @@ class SandboxdCodeExecutor(BaseCodeExecutor):
             if not base_url:
                 raise SandboxError("SANDBOX_URL is not set; the platform injects it into every agent, so "
                                    "redeploy the agent (or pass base_url=)")
-            session_id = code_execution_input.execution_id if self.stateful else None
+            session_id = (_session_id(invocation_context, code_execution_input.execution_id)
+                          if self.stateful and code_execution_input.execution_id else None)
             sent = {file.name: _content_bytes(file) for file in code_execution_input.input_files}
             body = {"language": "python", "code": code_execution_input.code, "timeout_s": self._timeout_s(),
                     "files": [{"path": path, "content_b64": base64.b64encode(content).decode("ascii")}
@@ -192,3 +194,15 @@ def _joined(first, second):
 def _as_sandbox_error(error):
     text = str(error)
     return text if text.startswith("sandbox error: ") else f"sandbox error: {text}"
+
+
+def _session_id(invocation_context, execution_id):
+    """sandboxd's session_id for one ADK session: ADK's session ids are unique per app and user only, sandboxd keys a
+    session by project and session_id, so the app and the user go into it (each part length-prefixed)."""
+    digest = hashlib.sha256()
+    for part in (getattr(invocation_context, "app_name", None), getattr(invocation_context, "user_id", None),
+                 execution_id):
+        data = str(part or "").encode("utf-8")
+        digest.update(len(data).to_bytes(4, "big"))
+        digest.update(data)
+    return "adk-" + digest.hexdigest()[:32]

@@ -7,6 +7,7 @@ import importlib
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from google.adk.agents import LlmAgent
@@ -18,6 +19,7 @@ from google.adk.runners import InMemoryRunner
 from google.genai import types
 
 import crusoe_adk
+from crusoe_adk import code_executor
 from fake_sandboxd import FakeSandboxd, make_token
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,6 +36,9 @@ def sandboxd(monkeypatch):
     monkeypatch.setenv("SANDBOX_TOKEN", TOKEN)
     yield fake
     fake.close()
+
+
+APP = "code-executor-test"
 
 
 def execute(executor, code, files=(), execution_id=None):
@@ -172,8 +177,9 @@ def test_stateful_sends_the_execution_id_as_session_id_and_keeps_variables_and_f
     first = execute(executor, "x = 41\nopen('kept.txt', 'w').write('kept')", execution_id="adk-session-1")
     second = execute(executor, "print(x + 1, open('kept.txt').read())", execution_id="adk-session-1")
     other = execute(executor, "print(x)", execution_id="adk-session-2")
-    assert [body.get("session_id") for _headers, body in sandboxd.executions] == [
-        "adk-session-1", "adk-session-1", "adk-session-2"]
+    sessions = [body.get("session_id") for _headers, body in sandboxd.executions]
+    assert sessions[0] == sessions[1] != sessions[2]
+    assert all(session.startswith("adk-") and len(session) == 36 for session in sessions)
     assert [file.name for file in first.output_files] == ["kept.txt"]
     # The session's file is still in its working directory, unchanged: not a new artifact on every run.
     assert (second.stdout, second.stderr, second.output_files) == ("42 kept\n", "", [])
@@ -260,15 +266,15 @@ def scripted_code_model(replies):
 
 
 async def run_turns(agent, messages):
-    runner = InMemoryRunner(agent=agent, app_name="code-executor-test")
-    session = await runner.session_service.create_session(app_name="code-executor-test", user_id="user")
+    runner = InMemoryRunner(agent=agent, app_name=APP)
+    session = await runner.session_service.create_session(app_name=APP, user_id="user")
     events = []
     for text in messages:
         message = types.Content(role="user", parts=[types.Part(text=text)])
         async for event in runner.run_async(user_id="user", session_id=session.id, new_message=message):
             events.append(event)
     artifacts = await runner.artifact_service.list_artifact_keys(
-        app_name="code-executor-test", user_id="user", session_id=session.id)
+        app_name=APP, user_id="user", session_id=session.id)
     return session, events, artifacts
 
 
@@ -298,8 +304,18 @@ def test_a_stateful_llm_agent_keeps_one_interpreter_per_adk_session(sandboxd):
     model, _requests = scripted_code_model(["```python\nx = 6 * 7\n```", "Set.", "```python\nprint(x)\n```"])
     agent = LlmAgent(name="calculator", model=model, code_executor=crusoe_adk.SandboxdCodeExecutor(stateful=True))
     session, events, _artifacts = asyncio.run(run_turns(agent, ["set x", "show x"]))
-    assert [body.get("session_id") for _headers, body in sandboxd.executions] == [session.id, session.id]
+    sessions = [body.get("session_id") for _headers, body in sandboxd.executions]
+    assert sessions == [code_executor._session_id(SimpleNamespace(app_name=APP, user_id="user"), session.id)] * 2
     assert execution_results(events)[-1] == ("OUTCOME_OK", "Code execution result:\n42\n\n")
+
+
+def test_two_users_with_sessions_of_one_name_never_share_an_interpreter(sandboxd):
+    executor = crusoe_adk.SandboxdCodeExecutor(stateful=True)
+    executor.execute_code(SimpleNamespace(app_name=APP, user_id="alice"),
+                          CodeExecutionInput(code="secret = 'alice'", execution_id="chat"))
+    bob = executor.execute_code(SimpleNamespace(app_name=APP, user_id="bob"),
+                                CodeExecutionInput(code="print(secret)", execution_id="chat"))
+    assert bob.exit_code == 1 and "NameError" in bob.stderr
 
 
 def test_a_sandbox_refusal_reaches_the_model_as_a_failed_execution(sandboxd):
