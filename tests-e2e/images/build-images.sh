@@ -164,6 +164,88 @@ cp "$repo/toolrunner/sample_agent/agent.py" "$stage/agent-bare/opt/agent/"
 derive python-base agent-no-runner "$stage/agent-bare" --config.env PYTHONPATH=/opt/agent --config.workingdir /opt/agent \
   --config.cmd python3 --config.cmd=-m --config.cmd crusoe_adk.toolrunner && export_image agent-no-runner sandboxd.local/agent-no-runner:dev
 
+# --- MCP framework clients (e2e): sandboxd's /mcp tried with each framework's released client --------------------
+# tests-e2e/images/mcp-clients: frameworks.py runs each check in a child process with one of two site directories
+# (langchain-mcp-adapters needs mcp<2, the others take mcp 2.x). Layer mcp-clients-deps holds both, for the image's
+# python (Debian bookworm's 3.11) whatever the host's: wheels only (every pinned package has a manylinux or pure
+# one), fetched once into $wheels/mcp-clients and installed from there with no index, so a rebuild whose wheels are
+# cached needs no network. Compiled (checked-hash .pyc, by the image's own python3 in a chroot of the base rootfs,
+# where every package is then imported as a uid without a passwd entry). Keyed by the two requirements files: a
+# warm build reads two small files and nothing else. Layer mcp-clients adds the scripts and crusoe_adk/crusoe_core
+# (the wheel above, unpacked as Dockerfile.agent does on a base without pip).
+mc_src=$here/mcp-clients
+mc_target=(--python-version 3.11 --implementation cp --abi cp311 --platform manylinux_2_28_x86_64
+  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --only-binary=:all:)
+mc_sites=(site:requirements.txt site-langchain:requirements-langchain.txt)
+mc_key=$( (cd "$mc_src" && sha256sum requirements.txt requirements-langchain.txt; echo "${mc_target[*]} $(stamp_of python-base) v1") \
+  | sha256sum | cut -c1-16)
+if [ "$(stamp_of mcp-clients-deps)" = "$mc_key" ] && has_tag mcp-clients-deps; then
+  log "mcp-clients-deps up to date"
+else
+  log "building mcp-clients-deps (wheels for python 3.11 into two site directories)"
+  mc_wheels=$wheels/mcp-clients; mkdir -p "$mc_wheels"
+  mc_root=$stage/mcp-root; mkdir -p "$mc_root"
+  tar -C "$mc_root" -xf "$rootfs_tar"; chmod 755 "$mc_root"   # the tar's "." is debootstrap's 0700 temp dir
+  pip_q=(python3 -m pip -q --disable-pip-version-check)
+  for entry in "${mc_sites[@]}"; do
+    site=$mc_root/opt/mcp-clients/${entry%%:*} req=$mc_src/${entry#*:}
+    install=("${pip_q[@]}" install --no-index --find-links "$mc_wheels" "${mc_target[@]}" --no-compile --no-warn-conflicts
+      --root-user-action=ignore --target "$site" -r "$req")
+    if ! "${install[@]}" 2>/dev/null; then
+      "${pip_q[@]}" download "${mc_target[@]}" -d "$mc_wheels" -r "$req"
+      rm -rf "$site"; "${install[@]}"
+    fi
+    rm -rf "$site/bin"   # console scripts naming the host's interpreter
+  done
+  chroot "$mc_root" /usr/bin/python3 -m compileall -q --invalidation-mode checked-hash \
+    /opt/mcp-clients/site /opt/mcp-clients/site-langchain >/dev/null
+  find "$mc_root/opt/mcp-clients" -exec touch -h -d @315532800 {} +
+  # (google.adk.tools.mcp_tool itself imports even without mcp: it only logs the ImportError.)
+  for entry in "site:mcp.client.streamable_http agents.mcp google.adk.tools.mcp_tool.mcp_toolset google.adk.runners" \
+    "site-langchain:mcp.client.streamable_http langchain_mcp_adapters.client langchain_mcp_adapters.tools"; do
+    mods=${entry#*:}
+    chroot --userspec=1234567:1234567 "$mc_root" /usr/bin/env -i PYTHONPATH="/opt/mcp-clients/${entry%%:*}" \
+      PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c "import ${mods// /, }" \
+      || { echo "the image's python3 cannot import $mods from /opt/mcp-clients/${entry%%:*}" >&2; exit 1; }
+  done
+  mkdir -p "$stage/mcp-deps/opt"; mv "$mc_root/opt/mcp-clients" "$stage/mcp-deps/opt/"; rm -rf "$mc_root"
+  umoci rm --image "$layout:mcp-clients-deps" 2>/dev/null || true
+  umoci tag --image "$layout:python-base" mcp-clients-deps
+  umoci insert --image "$layout:mcp-clients-deps" "$stage/mcp-deps" / >/dev/null
+  rm -rf "$stage/mcp-deps"
+  set_stamp mcp-clients-deps "$mc_key"
+fi
+mc_app=$stage/mcp-clients/opt/mcp-clients; mkdir -p "$mc_app"
+cp "$mc_src/frameworks.py" "$mc_app/"
+# adk_executor_check.py comes with the code executor's work; without it the image still builds and its check fails.
+[ -f "$mc_src/adk_executor_check.py" ] && cp "$mc_src/adk_executor_check.py" "$mc_app/"
+python3 -m zipfile -e "$wheels"/crusoe_adk-*.whl "$mc_app/"
+find "$stage/mcp-clients" -name __pycache__ -prune -exec rm -rf {} +
+find "$stage/mcp-clients" -exec touch -h -d @315532800 {} +
+if derive mcp-clients-deps mcp-clients "$stage/mcp-clients" \
+  --config.env PYTHONPATH=/opt/mcp-clients:/opt/mcp-clients/site \
+  --config.env OPENAI_AGENTS_DISABLE_TRACING=1 --config.env GOOGLE_API_USE_CLIENT_CERTIFICATE=false \
+  --config.env NO_GCE_CHECK=true --config.workingdir /workspace \
+  --config.cmd python3 --config.cmd /opt/mcp-clients/frameworks.py; then
+  # The image as a pod gets it: its rootfs, its config's environment, a uid without a passwd entry. Each site
+  # imports its frameworks with the scripts and crusoe_adk; frameworks.py starts (with no URL: its summary, exit 2).
+  mc_check=$stage/mcp-check
+  umoci unpack --image "$layout:mcp-clients" "$mc_check/bundle" >/dev/null
+  mapfile -t mc_env < <(python3 -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["process"]["env"]))' \
+    "$mc_check/bundle/config.json")
+  in_image() { chroot --userspec=1234567:1234567 "$mc_check/bundle/rootfs" /usr/bin/env -i "${mc_env[@]}" "$@"; }
+  mc_ok=true
+  in_image /usr/bin/python3 -c "import frameworks, crusoe_adk, crusoe_core, mcp.client.streamable_http, agents.mcp, \
+google.adk.tools.mcp_tool.mcp_toolset" || mc_ok=false
+  in_image PYTHONPATH=/opt/mcp-clients:/opt/mcp-clients/site-langchain /usr/bin/python3 -c "import frameworks, \
+crusoe_adk, mcp.client.streamable_http, langchain_mcp_adapters.client, langchain_mcp_adapters.tools" || mc_ok=false
+  mc_rc=0; mc_out=$(in_image /usr/bin/python3 /opt/mcp-clients/frameworks.py) || mc_rc=$?
+  [ "$mc_rc" = 2 ] && [[ $mc_out == *'"summary": "SANDBOXD_MCP_URL is not set"'* ]] || { echo "frameworks.py in the image: exit $mc_rc, $mc_out" >&2; mc_ok=false; }
+  rm -rf "$mc_check"
+  $mc_ok || { set_stamp mcp-clients failed; echo "sandboxd.local/mcp-clients:dev does not work: see above" >&2; exit 1; }
+  export_image mcp-clients sandboxd.local/mcp-clients:dev
+fi
+
 # --- coredns: the Go-built binary alone ------------------------------------------------------------
 mkdir -p "$stage/coredns"
 cp "$cache/bin/coredns-$COREDNS_VERSION/coredns" "$stage/coredns/coredns"; touch -d @0 "$stage/coredns/coredns"
