@@ -418,12 +418,33 @@ def child_env(environment):
     return env
 
 
+def await_reachable(limit_s=60):
+    """A pod just started may be refused until the NetworkPolicy enforcer has added its address to the rule that
+    lets sandboxd's clients in (kube-router REJECTs meanwhile): wait, as an agent's readiness check would, until a
+    TCP connection to sandboxd's port succeeds, and say how long that took."""
+    import socket
+    import urllib.parse
+    target = urllib.parse.urlsplit(url())
+    started = time.monotonic()
+    while True:
+        try:
+            socket.create_connection((target.hostname, target.port or 80), timeout=2).close()
+            break
+        except OSError as error:
+            if time.monotonic() - started > limit_s:
+                print(json.dumps({"note": f"sandboxd unreachable for {limit_s} s: {error}"}), flush=True)
+                return
+            time.sleep(0.5)
+    print(json.dumps({"note": f"sandboxd reachable after {time.monotonic() - started:.1f} s"}), flush=True)
+
+
 def run_all():
     for variable in ("SANDBOXD_MCP_URL", "SANDBOXD_TOKEN"):
         if not os.environ.get(variable):
             print(json.dumps({"summary": f"{variable} is not set", "ok": False, "passed": 0, "failed": 0}),
                   flush=True)
             return 2
+    await_reachable()
     wanted = [n.strip() for n in os.environ.get("MCP_CLIENTS_CHECKS", "").split(",") if n.strip()]
     unknown = sorted(set(wanted) - set(CHECKS))
     names = wanted or list(CHECKS)
