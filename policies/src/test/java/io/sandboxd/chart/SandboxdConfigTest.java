@@ -64,6 +64,8 @@ class SandboxdConfigTest {
           maxLifetimeSeconds: 86400
         podSeal:
           keysDir: /etc/sandboxd/seal
+        mcp:
+          enabled: true
         lifecycle: {shutdownDelaySeconds: 5, reservationHoldSeconds: 120}
         requestBodies: {budgetBytes: 0, budgetWaitMillis: 2000, executeMaxTokens: 10000}
         limits:
