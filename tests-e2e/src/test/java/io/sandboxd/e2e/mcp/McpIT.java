@@ -240,7 +240,8 @@ class McpIT {
             pool.shutdownNow();
         }
         long created = sandboxd.pool().json().get("created_total").asLong() - createdBefore;
-        assertTrue(created <= 2, "the flood made pods: " + created + " (one run, one refill at most)");
+        // The neighbour's run and its refill, and a refill of the test before still under way: never one per request.
+        assertTrue(created <= 4, "the flood of 800 requests made " + created + " pods");
     }
 
     // ---- helpers: the transport as any client speaks it ----
