@@ -17,7 +17,7 @@ LOCAL_REGISTRY := localhost:5000
 # Extra Maven flags for `make e2e`, e.g. -De2e.chart=... -De2e.imageValues=... to install from a published release.
 E2E_FLAGS ?=
 
-.PHONY: help build format verify unit-test adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
+.PHONY: help build format verify docs unit-test adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -28,9 +28,13 @@ build: ## compile the service (jar + libs) without running tests
 format: ## fix what the formatter check reports (spotless:apply on every Java module)
 	$(MVN) spotless:apply
 
-verify: ## the fast lane, no cluster: commit subjects, the formatter check and every unit test
+verify: ## the fast lane, no cluster: commit subjects, generated docs fresh, the formatter check and every unit test
 	bash .ci/commit-subjects.sh
+	bash charts/helm-docs.sh --check
 	$(MAKE) --no-print-directory unit-test
+
+docs: ## regenerate the chart README's values reference from values.yaml (helm-docs, built once from the Go module proxy)
+	bash charts/helm-docs.sh
 
 unit-test: ## unit tests: service, policies + chart, toolrunner, toolrunner with Google ADK; the formatter check on every Java module
 	$(MVN) -pl service,policies -am install
