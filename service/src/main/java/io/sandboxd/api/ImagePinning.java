@@ -1,7 +1,7 @@
 package io.sandboxd.api;
 
-import java.util.regex.Pattern;
 
+import io.sandboxd.config.ImageReference;
 import io.sandboxd.logging.CallerText;
 import io.sandboxd.tokens.ProjectIdentity;
 
@@ -12,20 +12,10 @@ import io.sandboxd.tokens.ProjectIdentity;
  */
 final class ImagePinning {
 
-    private static final Pattern DIGEST = Pattern.compile("@sha256:[0-9a-f]{64}$");
-
     private final boolean digestRequired;
 
     ImagePinning(boolean digestRequired) {
         this.digestRequired = digestRequired;
-    }
-
-    /**
-     * @param image an image reference
-     * @return whether it names its content by a sha256 digest
-     */
-    static boolean pinnedByDigest(String image) {
-        return DIGEST.matcher(image).find();
     }
 
     /**
@@ -35,7 +25,7 @@ final class ImagePinning {
      * @throws ApiException 403 when digests are required and the token's image names none
      */
     void checkToken(ProjectIdentity identity) {
-        if (digestRequired && !pinnedByDigest(identity.image())) {
+        if (digestRequired && !ImageReference.of(identity.image()).pinnedByDigest()) {
             throw ApiException.forbidden("this sandboxd runs tool calls only in agent images pinned by digest, and "
                                                  + "this project's token names " + CallerText.quote(identity.image())
                                                  + " by tag: mint the token with the image's digest "

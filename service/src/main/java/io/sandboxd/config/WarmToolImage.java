@@ -3,10 +3,7 @@ package io.sandboxd.config;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Optional;
 import java.util.Set;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import io.helidon.config.Config;
 
@@ -22,8 +19,6 @@ import io.helidon.config.Config;
  *                          chart renders ceil(pods / replicaCount); unset: {@code pods}, for sandboxd alone)
  */
 public record WarmToolImage(String image, int pods, int reservePerReplica) {
-
-    private static final Pattern DIGEST = Pattern.compile("@(sha256:[0-9a-f]{64})$");
 
     public WarmToolImage {
         if (image == null || image.isBlank() || !image.strip().equals(image)) {
@@ -56,23 +51,7 @@ public record WarmToolImage(String image, int pods, int reservePerReplica) {
      * @return whether this image's warm pods may serve it
      */
     public boolean serves(String tokenImage) {
-        if (image.equals(tokenImage)) {
-            return true;
-        }
-        Optional<String> wanted = digest(tokenImage);
-        return wanted.isPresent() && wanted.equals(digest(image)) && repository(image).equals(repository(tokenImage));
-    }
-
-    private static Optional<String> digest(String reference) {
-        Matcher m = DIGEST.matcher(reference);
-        return m.find() ? Optional.of(m.group(1)) : Optional.empty();
-    }
-
-    /** The reference less its digest and tag (a tag is a ':' after the last '/': a registry port is not one). */
-    private static String repository(String reference) {
-        String name = DIGEST.matcher(reference).replaceFirst("");
-        int colon = name.lastIndexOf(':');
-        return colon > name.lastIndexOf('/') ? name.substring(0, colon) : name;
+        return ImageReference.of(image).sameImageAs(ImageReference.of(tokenImage));
     }
 
     static List<WarmToolImage> listFrom(Config node) {
