@@ -105,7 +105,8 @@ derive python-base python "$stage/python" --config.cmd python3 && export_image p
 
 # --- snippet sandbox: the executor -----------------------------------------------------------------
 mkdir -p "$stage/snippet/opt/sandboxd/probe"
-cp -r "$repo/toolrunner/sandbox_executor" "$stage/snippet/opt/sandboxd/"
+# -L: sandbox_executor/podguard.py is a link to crusoe_adk/podguard.py (one source); the image gets the file.
+cp -rL "$repo/toolrunner/sandbox_executor" "$stage/snippet/opt/sandboxd/"
 cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/isolation_gate.py" "$repo/toolrunner/probe/channels.py" "$stage/snippet/opt/sandboxd/probe/"
 find "$stage/snippet" -name __pycache__ -prune -exec rm -rf {} +
 derive python-base snippet-sandbox "$stage/snippet" --config.env PYTHONPATH=/opt/sandboxd \

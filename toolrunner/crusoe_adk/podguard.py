@@ -1,8 +1,8 @@
 """Keeps an in-pod server answering only sandboxd, and its container log its own.
 
-One copy ships in each in-pod package (sandbox_executor/podguard.py, crusoe_adk/podguard.py): each
-package goes alone into its own image, so neither may import the other; a test keeps the copies
-identical. Standard library only.
+Both in-pod packages ship it: this file is crusoe_adk's, and sandbox_executor/podguard.py is a link to it
+that the snippet image's build copies as a file. Each package goes alone into its own image, so neither may
+import the other. Standard library only.
 
 The per-pod secret. sandboxd derives a secret for every sandbox pod it creates from a key only it
 holds, writes only the secret's verifier into the pod (env SANDBOXD_POD_TOKEN_SHA256: its SHA-256,

@@ -87,12 +87,14 @@ def start_executor_like_in_the_pod(start_like_in_the_pod, workdir, dumpable_defe
     return start_like_in_the_pod("sandbox_executor", {"SANDBOX_WORKDIR": str(workdir)}, argv=argv)
 
 
-# ---- the two copies of the guard ----
+# ---- one guard, two packages ----
 
-def test_both_packages_ship_the_same_guard():
-    executor_copy = (TOOLRUNNER_DIR / "sandbox_executor" / "podguard.py").read_bytes()
-    runner_copy = (TOOLRUNNER_DIR / "crusoe_adk" / "podguard.py").read_bytes()
-    assert executor_copy == runner_copy, "edit both copies of podguard.py together"
+def test_the_executors_guard_is_the_tool_runners_file():
+    """One source: sandbox_executor/podguard.py is a link to crusoe_adk/podguard.py, which the snippet image's build
+    copies as a file (cp -L), so each image still has its package alone."""
+    executor = TOOLRUNNER_DIR / "sandbox_executor" / "podguard.py"
+    assert executor.is_symlink()
+    assert executor.resolve() == (TOOLRUNNER_DIR / "crusoe_adk" / "podguard.py").resolve()
 
 
 # ---- the per-pod secret ----
