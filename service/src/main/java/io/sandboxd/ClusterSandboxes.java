@@ -14,6 +14,7 @@ import io.sandboxd.config.ToolSettings;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.api.ApiComponents;
+import io.sandboxd.config.McpSettings;
 import io.sandboxd.pods.PodSeal;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SandboxUids;
@@ -136,10 +137,11 @@ final class ClusterSandboxes implements AutoCloseable {
     }
 
     /**
-     * @return what the MCP endpoint needs: the seal's key and a way to end a session
+     * @param settings the endpoint's settings
+     * @return what the MCP endpoint needs: the seal's key, a way to end a session, the origins it serves
      */
-    ApiComponents.Mcp mcp() {
-        return new ApiComponents.Mcp(seal, sessions::end);
+    ApiComponents.Mcp mcp(McpSettings settings) {
+        return new ApiComponents.Mcp(seal, sessions::end, settings.allowedOrigins());
     }
 
     /**

@@ -79,7 +79,7 @@ public final class Main {
                                                      RequestBodies.create(sandbox.snippet(), sandbox.tool(),
                                                                           sandbox.requestBodies(),
                                                                           Runtime.getRuntime().maxMemory()),
-                                                     sandbox.mcpEnabled() ? Optional.of(cluster.mcp())
+                                                     sandbox.mcp().enabled() ? Optional.of(cluster.mcp(sandbox.mcp()))
                                                              : Optional.empty());
         RequestBodies.registerMeters(components.bodies());
         ProcessHealth health = ProcessHealth.start();

@@ -66,6 +66,7 @@ class SandboxdConfigTest {
           keysDir: /etc/sandboxd/seal
         mcp:
           enabled: true
+          allowedOrigins: []
         lifecycle: {shutdownDelaySeconds: 5, reservationHoldSeconds: 120}
         requestBodies: {budgetBytes: 0, budgetWaitMillis: 2000, executeMaxTokens: 10000}
         limits:

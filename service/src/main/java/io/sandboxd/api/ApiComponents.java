@@ -1,5 +1,6 @@
 package io.sandboxd.api;
 
+import java.util.List;
 import java.util.Optional;
 
 import io.sandboxd.pods.PodSeal;
@@ -40,9 +41,10 @@ public record ApiComponents(ProjectAuthenticator auth,
      * What {@code /mcp} needs beside the snippet runs.
      *
      * @param seal the key only sandboxd holds (it signs MCP session ids)
-     * @param ends ends a session's interpreter when its client ends the MCP session
+     * @param ends           ends a session's interpreter when its client ends the MCP session
+     * @param allowedOrigins the browser origins served (any other {@code Origin} gets 403)
      */
-    public record Mcp(PodSeal seal, SessionEnds ends) {
+    public record Mcp(PodSeal seal, SessionEnds ends, List<String> allowedOrigins) {
     }
 
     /** Ends a project's D4 session at once (its pod deleted); nothing when there is none. */

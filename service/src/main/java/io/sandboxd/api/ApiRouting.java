@@ -36,7 +36,7 @@ public final class ApiRouting {
                          new PoolService(components.pool()));
         components.mcp().ifPresent(mcp -> routing.register(
                 new McpService(components.snippets(), components.snippet(), new McpSessions(mcp.seal()), mcp.ends(),
-                               components.bodies().execute(), calls)));
+                               mcp.allowedOrigins(), components.bodies().execute(), calls)));
     }
 
     /** The routes that run code for a project, and the methods there that need its token. */

@@ -7,6 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.logging.CallerText;
@@ -56,6 +57,7 @@ final class McpService implements HttpService, McpStatelessServerTransport {
 
     private final McpSessions sessions;
     private final ApiComponents.SessionEnds ends;
+    private final Set<String> allowedOrigins;
     private final JsonBody body;
     private final McpJsonMapper json = new JacksonMcpJsonMapper(new ObjectMapper());
     private volatile McpStatelessServerHandler handler;
@@ -65,13 +67,15 @@ final class McpService implements HttpService, McpStatelessServerTransport {
      * @param settings snippet settings (timeouts)
      * @param sessions MCP session ids
      * @param ends     ends a session's interpreter
+     * @param allowedOrigins browser origins served; a request with another {@code Origin} gets 403
      * @param body     how a body is read (the {@code /v1/execute} route's)
      * @param calls    audit and metrics of each tool call
      */
-    McpService(SnippetRunner runner, SnippetSettings settings, McpSessions sessions, ApiComponents.SessionEnds ends, JsonBody body,
-               RouteCalls calls) {
+    McpService(SnippetRunner runner, SnippetSettings settings, McpSessions sessions, ApiComponents.SessionEnds ends,
+               List<String> allowedOrigins, JsonBody body, RouteCalls calls) {
         this.sessions = sessions;
         this.ends = ends;
+        this.allowedOrigins = Set.copyOf(allowedOrigins);
         this.body = body;
         McpStatelessSyncServer server = McpServer.sync(this)
                 .serverInfo("sandboxd", Optional.ofNullable(McpService.class.getPackage().getImplementationVersion())
@@ -110,6 +114,7 @@ final class McpService implements HttpService, McpStatelessServerTransport {
     private void post(ServerRequest req, ServerResponse res) {
         ProjectIdentity caller = ProjectAuthentication.caller(req);
         try {
+            requireOrigin(req);
             requireAccept(req);
             requireProtocolVersion(req);
             Optional<String> session = session(req, caller);
@@ -143,6 +148,7 @@ final class McpService implements HttpService, McpStatelessServerTransport {
     private void delete(ServerRequest req, ServerResponse res) {
         ProjectIdentity caller = ProjectAuthentication.caller(req);
         try {
+            requireOrigin(req);
             String sessionId = session(req, caller).orElseThrow(() -> ApiException.badRequest(
                     "DELETE " + PATH + " needs the " + McpSessions.HEADER + " header of the session to end"));
             ends.end(caller.project(), sessionId);
@@ -161,6 +167,18 @@ final class McpService implements HttpService, McpStatelessServerTransport {
         return Optional.of(sessions.sessionOf(caller.project(), id.get()).orElseThrow(
                 () -> ApiException.notFound("unknown MCP session: it was not started with this project's token, "
                         + "or has ended; initialize a new one")));
+    }
+
+    /**
+     * The transport's defence against DNS rebinding: a browser names the page's origin; an agent sends none. Any
+     * origin not listed in {@code mcp.allowedOrigins} is refused.
+     */
+    private void requireOrigin(ServerRequest req) {
+        Optional<String> origin = req.headers().first(HeaderNames.ORIGIN);
+        if (origin.isPresent() && !allowedOrigins.contains(origin.get())) {
+            throw ApiException.forbidden("requests from origin " + CallerText.quote(origin.get()) + " are not served: "
+                                                 + "MCP clients in browsers need their origin in mcp.allowedOrigins");
+        }
     }
 
     /** The transport requires a client to accept both a JSON body and an event stream. */

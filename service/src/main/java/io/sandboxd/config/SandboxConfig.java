@@ -19,7 +19,7 @@ public record SandboxConfig(String namespace,
                             RequestBodySettings requestBodies,
                             LifecycleSettings lifecycle,
                             Path podSealKeysDir,
-                            boolean mcpEnabled) {
+                            McpSettings mcp) {
 
     /**
      * @return every setting at its default: what sandboxd runs with when the operator's file sets nothing
@@ -45,7 +45,7 @@ public record SandboxConfig(String namespace,
                 RequestBodySettings.from(sandbox.get("requestBodies")),
                 LifecycleSettings.from(sandbox.get("lifecycle")),
                 Path.of(sandbox.get("podSeal").get("keysDir").asString().orElse("/etc/sandboxd/seal")),
-                sandbox.get("mcp").get("enabled").asBoolean().orElse(true));
+                McpSettings.from(sandbox.get("mcp")));
         config.validate();
         return config;
     }

@@ -99,7 +99,8 @@ class McpServiceTest {
                 new InFlightRequests(),
                 new RequestBodies(new BodyBudget(64L << 20, Duration.ofSeconds(2)),
                                   TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()),
-                Optional.of(new ApiComponents.Mcp(seal, (project, session) -> ENDED.add(List.of(project, session)))));
+                Optional.of(new ApiComponents.Mcp(seal, (project, session) -> ENDED.add(List.of(project, session)),
+                                                  List.of("https://console.example"))));
         server.addFeature(Main.observe(Config.empty(), () -> true,
                                        () -> HealthCheckResponse.builder().status(true).build()));
         server.routing(routing -> ApiRouting.register(routing, components));
@@ -268,6 +269,18 @@ class McpServiceTest {
         HttpResponse<String> ping = post("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}", token, null);
         assertEquals(200, ping.statusCode(), "still serving");
         assertEquals(7, JSON.readTree(ping.body()).get("id").intValue());
+    }
+
+    @Test
+    void aBrowsersOriginIsServedOnlyWhenListed() throws Exception {
+        String token = token("proj-a");
+        HttpResponse<String> rebound = send(request(token, null).header("Accept", ACCEPT)
+                                                    .header("Origin", "http://evil.example")
+                                                    .POST(HttpRequest.BodyPublishers.ofString(initialize())));
+        assertEquals(403, rebound.statusCode());
+        assertTrue(rebound.body().contains("mcp.allowedOrigins"), rebound.body());
+        assertEquals(200, send(request(token, null).header("Accept", ACCEPT).header("Origin", "https://console.example")
+                                       .POST(HttpRequest.BodyPublishers.ofString(initialize()))).statusCode());
     }
 
     // ---- helpers ----
