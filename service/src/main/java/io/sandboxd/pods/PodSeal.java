@@ -184,7 +184,7 @@ public final class PodSeal {
      * @return whether a key in force made exactly this tag over these parts
      */
     public boolean isTag(String tag, String purpose, String... parts) {
-        int dot = tag.indexOf('.');
+        int dot = tag.lastIndexOf('.'); // a key id may hold dots, the MAC (base64url) none
         byte[] key = dot < 0 ? null : keys().get(tag.substring(0, dot));
         if (key == null) {
             return false;

@@ -100,6 +100,17 @@ class PodSealTest {
         return pod;
     }
 
+    @Test
+    void aTagVerifiesForItsPurposeAndPartsOnlyWhateverTheKeyIdHolds() {
+        PodSeal seal = PodSeal.of(Map.of("key.2026-12", "0123456789abcdef0123456789abcdef".getBytes(
+                java.nio.charset.StandardCharsets.UTF_8)));
+        String tag = seal.tag("mcp-session", "p1", "nonce");
+        assertTrue(seal.isTag(tag, "mcp-session", "p1", "nonce"));
+        assertFalse(seal.isTag(tag, "mcp-session", "p2", "nonce"), "another project");
+        assertFalse(seal.isTag(tag, "other-purpose", "p1", "nonce"), "another purpose");
+        assertFalse(seal.isTag("nodot", "mcp-session", "p1", "nonce"));
+    }
+
     private static void seal(Pod pod, String value) {
         pod.getMetadata().getAnnotations().put(SandboxLabels.SEAL, value);
     }
