@@ -6,10 +6,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.security.KeyPair;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -32,8 +29,6 @@ import io.sandboxd.run.ToolJob;
 import io.sandboxd.run.ToolOutcome;
 import io.sandboxd.sandbox.ExecutorReply;
 import io.sandboxd.sandbox.SandboxFile;
-import io.sandboxd.tokens.KeyDirectory;
-import io.sandboxd.tokens.PemKeys;
 import io.sandboxd.tokens.TokenMinter;
 import io.sandboxd.tokens.TokenVerifier;
 
@@ -86,10 +81,7 @@ class ApiRoutingTest {
     static void server(WebServerConfig.Builder server) throws IOException {
         key = io.sandboxd.tokens.TestKeys.ec();
         otherKey = io.sandboxd.tokens.TestKeys.ec();
-        Path keys = Files.createTempDirectory("sandboxd-keys");
-        keys.toFile().deleteOnExit();
-        Files.writeString(keys.resolve("cp-1.pem"), PemKeys.pem(key.getPublic()));
-        TokenVerifier verifier = new TokenVerifier(KeyDirectory.watching(keys), "sandboxd", "", Clock.systemUTC());
+        TokenVerifier verifier = io.sandboxd.tokens.TestKeys.verifierOf(key);
         ApiComponents components = new ApiComponents(
                 new ProjectAuthenticator(verifier),
                 job -> {

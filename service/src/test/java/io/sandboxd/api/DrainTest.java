@@ -5,10 +5,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.security.KeyPair;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -20,8 +17,6 @@ import io.sandboxd.TestSettings;
 import io.sandboxd.pool.PoolStatus;
 import io.sandboxd.run.SnippetOutcome;
 import io.sandboxd.sandbox.ExecutorReply;
-import io.sandboxd.tokens.KeyDirectory;
-import io.sandboxd.tokens.PemKeys;
 import io.sandboxd.tokens.TestKeys;
 import io.sandboxd.tokens.TokenMinter;
 import io.sandboxd.tokens.TokenVerifier;
@@ -55,10 +50,7 @@ class DrainTest {
     @SetUpServer
     static void server(WebServerConfig.Builder server) throws IOException {
         key = TestKeys.ec();
-        Path keys = Files.createTempDirectory("sandboxd-keys");
-        keys.toFile().deleteOnExit();
-        Files.writeString(keys.resolve("cp-1.pem"), PemKeys.pem(key.getPublic()));
-        TokenVerifier verifier = new TokenVerifier(KeyDirectory.watching(keys), "sandboxd", "", Clock.systemUTC());
+        TokenVerifier verifier = io.sandboxd.tokens.TestKeys.verifierOf(key);
         PoolStatus status = new PoolStatus(2, 3, 0, 5);
         ApiComponents components = new ApiComponents(
                 new ProjectAuthenticator(verifier),

@@ -6,10 +6,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.security.KeyPair;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -28,8 +25,6 @@ import io.sandboxd.run.SnippetJob;
 import io.sandboxd.run.SnippetOutcome;
 import io.sandboxd.sandbox.ExecutorReply;
 import io.sandboxd.sandbox.SandboxFile;
-import io.sandboxd.tokens.KeyDirectory;
-import io.sandboxd.tokens.PemKeys;
 import io.sandboxd.tokens.TokenMinter;
 import io.sandboxd.tokens.TokenVerifier;
 
@@ -79,10 +74,7 @@ class McpServiceTest {
     @SetUpServer
     static void server(WebServerConfig.Builder server) throws IOException {
         key = io.sandboxd.tokens.TestKeys.ec();
-        Path keys = Files.createTempDirectory("sandboxd-keys");
-        keys.toFile().deleteOnExit();
-        Files.writeString(keys.resolve("cp-1.pem"), PemKeys.pem(key.getPublic()));
-        TokenVerifier verifier = new TokenVerifier(KeyDirectory.watching(keys), "sandboxd", "", Clock.systemUTC());
+        TokenVerifier verifier = io.sandboxd.tokens.TestKeys.verifierOf(key);
         PodSeal seal = PodSeal.of(Map.of("k1", "0123456789abcdef0123456789abcdef".getBytes(StandardCharsets.UTF_8)));
         ApiComponents components = new ApiComponents(
                 new ProjectAuthenticator(verifier),

@@ -7,10 +7,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.security.KeyPair;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,8 +37,6 @@ import io.sandboxd.run.SnippetOutcome;
 import io.sandboxd.run.ToolJob;
 import io.sandboxd.run.ToolOutcome;
 import io.sandboxd.sandbox.ExecutorReply;
-import io.sandboxd.tokens.KeyDirectory;
-import io.sandboxd.tokens.PemKeys;
 import io.sandboxd.tokens.TokenMinter;
 import io.sandboxd.tokens.TokenVerifier;
 
@@ -95,10 +90,7 @@ class RequestBodyLimitsTest {
     @SetUpServer
     static void server(WebServerConfig.Builder server) throws IOException {
         key = io.sandboxd.tokens.TestKeys.ec();
-        Path keys = Files.createTempDirectory("sandboxd-keys");
-        keys.toFile().deleteOnExit();
-        Files.writeString(keys.resolve("cp-1.pem"), PemKeys.pem(key.getPublic()));
-        TokenVerifier verifier = new TokenVerifier(KeyDirectory.watching(keys), "sandboxd", "", Clock.systemUTC());
+        TokenVerifier verifier = io.sandboxd.tokens.TestKeys.verifierOf(key);
         SnippetSettings snippet = io.sandboxd.TestSettings.SNIPPET;
         ToolSettings tool = new ToolSettings(30, 120, 110, CALL_CAP, 8_388_608,
                                              new ResourceSettings("2", "1Gi", "512Mi"),

@@ -52,4 +52,20 @@ public final class TestKeys {
             throw new IllegalStateException(e);
         }
     }
+
+    /**
+     * @param pair the control plane's key pair
+     * @return a verifier (audience "sandboxd", any issuer) of tokens signed by {@code pair} as kid {@code cp-1}, whose
+     *         key directory is a fresh temporary one
+     */
+    public static TokenVerifier verifierOf(KeyPair pair) {
+        try {
+            Path keys = Files.createTempDirectory("sandboxd-keys");
+            keys.toFile().deleteOnExit();
+            writePublic(keys, "cp-1", pair);
+            return new TokenVerifier(KeyDirectory.watching(keys), "sandboxd", "", java.time.Clock.systemUTC());
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
 }
