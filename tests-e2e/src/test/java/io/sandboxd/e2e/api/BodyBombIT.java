@@ -4,6 +4,7 @@ import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -31,6 +32,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -49,6 +51,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * about 12 times that in heap, service/README.md) and run {@code -Dit.test=BodyBombIT}. The suite does not re-install
  * the chart inside a test: the other classes share the one installation.
  */
+@RunsAlone("fills the replicas' body budget")
 class BodyBombIT {
     private static final int WAVES = 2;
     private static final int BOMBS_PER_WAVE = 10;
@@ -109,7 +112,8 @@ class BodyBombIT {
                     }
                     return null;
                 });
-                Thread.sleep(500);   // B is under way before the wave lands
+                // B is under way before the wave lands: its first answer is in.
+                await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50)).until(() -> !bCalls.isEmpty());
                 long waveStart = System.nanoTime();
                 List<Future<Outcome>> bombs = new ArrayList<>();
                 for (int i = 0; i < BOMBS_PER_WAVE; i++) {
@@ -120,7 +124,10 @@ class BodyBombIT {
                     outcomes.add(f.get(5, TimeUnit.MINUTES));
                 }
                 long waveMillis = (System.nanoTime() - waveStart) / 1_000_000;
-                Thread.sleep(500);   // and still under way just after it
+                // and still under way just after it: one more of its answers is in.
+                int answeredByWaveEnd = bCalls.size();
+                await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50))
+                        .until(() -> bCalls.size() > answeredByWaveEnd);
                 waveOver.set(true);
                 tenantB.get(5, TimeUnit.MINUTES);
                 for (Future<?> poller : pollers) {

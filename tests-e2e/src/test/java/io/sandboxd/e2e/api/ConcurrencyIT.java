@@ -2,6 +2,7 @@ package io.sandboxd.e2e.api;
 
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -30,6 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * got) or the contract's 503 word for word; some requests run; every pod that ran one is deleted afterwards, so none
  * is handed out again later.
  */
+@RunsAlone("measures concurrent runs against the pool")
 class ConcurrencyIT {
     private static final int REQUESTS = 200;
     private static Sandboxd sandboxd;

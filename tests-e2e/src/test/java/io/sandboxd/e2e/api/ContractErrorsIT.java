@@ -7,6 +7,7 @@ import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.HostCommand;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
+import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -23,6 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Every 400/405/502/503 of the /v1/execute contract, word for word, produced on the real cluster. */
+@RunsAlone("a ResourceQuota that leaves the pool unfillable, an executor killed")
 class ContractErrorsIT {
     private static Sandboxd sandboxd;
 

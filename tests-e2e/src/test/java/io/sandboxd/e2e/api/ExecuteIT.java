@@ -3,6 +3,7 @@ package io.sandboxd.e2e.api;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -22,6 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** POST /v1/execute on the real cluster, through the chart-installed sandboxd. */
+@RunsAlone("counts the pods its runs create and waits for a quiet pool")
 class ExecuteIT {
     private static Sandboxd sandboxd;
 

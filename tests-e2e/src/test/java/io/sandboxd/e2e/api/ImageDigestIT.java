@@ -6,6 +6,7 @@ import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.HostCommand;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.RunsAlone;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -22,6 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
  * Fails with the digest check skipped ({@code ImagePinning.checkToken} a no-op): the tag-only token then runs the
  * image the tag points to now (503, it has no tool runner) instead of 403.
  */
+@RunsAlone("helm upgrades tool.requireImageDigest on and off")
 class ImageDigestIT {
     private static final Map<String, Object> ADD = Map.of("function", "add", "args", Map.of("a", 1, "b", 2));
     private static Sandboxd sandboxd;

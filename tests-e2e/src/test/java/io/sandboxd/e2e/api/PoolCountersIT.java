@@ -3,6 +3,7 @@ package io.sandboxd.e2e.api;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -33,6 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>
  * Fails with per-replica counters: one replica reports the pods it created, the other 0.
  */
+@RunsAlone("counts every pod the pool creates")
 class PoolCountersIT {
     /** Concurrent runs: more than the pool target, each over a second so that its claim is recorded. */
     private static final int RUNS = 6;

@@ -8,6 +8,7 @@ import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.TestPods;
+import io.sandboxd.e2e.support.RunsAlone;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -33,6 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * and admission refuses a pod of sandboxd's without it. Mutation: {@code supplementalGroupsPolicy=Merge} on sandboxd
  * fails the stored-spec check, and the rule out of {@code sandboxd-run-as-non-root} admits the copy without Strict.
  */
+@RunsAlone("waits for a quiet, full pool")
 @IsolationTest
 class SupplementalGroupsIT {
     private static final long LISTED_UID = 1_999_999L;

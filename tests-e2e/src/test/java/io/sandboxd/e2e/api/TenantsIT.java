@@ -3,9 +3,11 @@ package io.sandboxd.e2e.api;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -19,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -33,6 +36,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * replica) is far above the pool target (3), so in the hog test it is fairness, not rejection, that protects B;
  * {@code limits.perProject.sessions} (8) is reached after eight cheap calls.
  */
+@RunsAlone("measures fairness between projects under load")
 class TenantsIT {
     private static final int HOG_RUNS = 24;
     private static final int HOG_SECONDS = 6;
@@ -72,7 +76,10 @@ class TenantsIT {
                 hog.add(threads.submit(() -> sandboxd.post("/v1/execute", Map.of("timeout_s", HOG_SECONDS + 14,
                         "code", "import time\ntime.sleep(" + HOG_SECONDS + ")\nprint('a')"), a)));
             }
-            Thread.sleep(1000);
+            // A's burst holds the pool before B comes: as many of its runs claimed pods as the pool kept warm.
+            int target = sandboxd.pool().json().path("target").asInt();
+            await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100))
+                    .until(() -> claimedRunPods() >= Math.min(target, HOG_RUNS));
             // B's cold start in the same run, on the same busy node: a new session's pod is created for its first run.
             Future<Timed> cold = threads.submit(() -> timed(() -> sandboxd.post("/v1/execute",
                     Map.of("session_id", bSession, "code", "print('cold')"), b)));
@@ -194,5 +201,12 @@ class TenantsIT {
                         .withGracePeriod(0).delete();
             }
         }
+    }
+
+    /** Snippet pods claimed by single-use runs now (the class runs alone, so they are A's). */
+    private static long claimedRunPods() {
+        return sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("sandboxd.io/kind", "snippet")
+                .withLabel("sandboxd.io/state", "claimed").withoutLabel("sandboxd.io/session").list().getItems().stream()
+                .filter(p -> p.getMetadata().getDeletionTimestamp() == null).count();
     }
 }

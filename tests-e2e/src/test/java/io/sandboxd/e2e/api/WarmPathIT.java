@@ -6,6 +6,7 @@ import io.fabric8.kubernetes.client.Watcher;
 import io.fabric8.kubernetes.client.WatcherException;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -31,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * server; a run that lasts is recorded as claimed while it runs, so the pool refills. Uniqueness of
  * pods across two replicas under load is ConcurrencyIT's.
  */
+@RunsAlone("counts the pool's reserved pods and the pods it creates")
 class WarmPathIT {
     private static Sandboxd sandboxd;
 

@@ -11,6 +11,7 @@ import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.PodFate;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.WarmToolPodsOn;
+import io.sandboxd.e2e.support.RunsAlone;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import org.junit.jupiter.api.AfterAll;
@@ -41,6 +42,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * caller of another project or image is a security failure, deleted by sandboxd for another reason an availability
  * one, and the message says which.
  */
+@RunsAlone("helm upgrades tool.warmImages on and off")
 class WarmToolPodsIT {
     /** One warm pod for each of the two replicas to reserve (ceil(2 / 2)), as docs/configuration.md advises. */
     private static final int PODS = 2;

@@ -9,6 +9,7 @@ import io.sandboxd.e2e.support.HostCommand;
 import io.sandboxd.e2e.support.Probes;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.TestPods;
+import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -29,6 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Egress to the simulated public internet works with no policy and fails under deny-egress; and the
  * harness's guard keeps every pod packet on this machine (its uplink counter stays at zero).
  */
+@RunsAlone("reads the node's drop counters")
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @IsolationTest
 class EgressIT {

@@ -10,6 +10,7 @@ import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.RunsAlone;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -31,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>
  * Fails without the claim-time deadline: the claimed pods still run when sandboxd is gone.
  */
+@RunsAlone("scales sandboxd to zero and back")
 @Tag("faults")
 class AllReplicasGoneIT {
     /** The deadlines the service derives from its defaults (the chart's, ChartDefaultsTest): not recomputed here. */

@@ -7,6 +7,7 @@ import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.ServiceLoad;
+import io.sandboxd.e2e.support.RunsAlone;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -22,6 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * wait (30 s), or run once the API server is back; none hangs past that bound, none gets another error, no pod serves
  * two runs, the replicas stay (liveness is the process's own health), and the pool is back at its target afterwards.
  */
+@RunsAlone("stops the API server")
 @Tag("faults")
 class ApiServerOutageIT {
     private static final int OUTAGE_SECONDS = 20;

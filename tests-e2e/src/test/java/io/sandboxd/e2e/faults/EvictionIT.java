@@ -6,6 +6,7 @@ import java.util.List;
 import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.ServiceLoad;
+import io.sandboxd.e2e.support.RunsAlone;
 
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -26,6 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>
  * Fails with {@code podDisruptionBudget.enabled=false}: the second eviction goes through and no replica serves.
  */
+@RunsAlone("evicts sandboxd replicas")
 @Tag("faults")
 class EvictionIT {
 

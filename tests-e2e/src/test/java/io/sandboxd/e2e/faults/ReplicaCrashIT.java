@@ -6,6 +6,7 @@ import java.util.List;
 import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.ServiceLoad;
+import io.sandboxd.e2e.support.RunsAlone;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import org.junit.jupiter.api.Tag;
@@ -22,6 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code lifecycle.reservationHoldSeconds}, 30 s in the e2e values; claims after the longest run and a margin); the
  * pool is back at its target. Prints requests sent and failed and each time to recover.
  */
+@RunsAlone("kills a replica hard")
 @Tag("faults")
 class ReplicaCrashIT {
 

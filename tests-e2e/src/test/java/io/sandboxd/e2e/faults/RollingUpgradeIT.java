@@ -6,6 +6,7 @@ import java.util.List;
 import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.ServiceLoad;
+import io.sandboxd.e2e.support.RunsAlone;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import org.junit.jupiter.api.Tag;
@@ -23,6 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Fails without the shutdown delay ({@code lifecycle.shutdownDelaySeconds=0}): requests sent on connections to the
  * stopping replica after it stopped listening get no answer.
  */
+@RunsAlone("rolls sandboxd out under load")
 @Tag("faults")
 class RollingUpgradeIT {
     /**

@@ -10,6 +10,7 @@ import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.HostCommand;
 import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.RunsAlone;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import org.junit.jupiter.api.Tag;
@@ -23,6 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Issue 13 point 4: the sandbox pod of a run under way is lost, deleted through the API or its processes killed on
  * the node. The caller gets the contract's 502 at once (not at the run's timeout), and the pool refills.
  */
+@RunsAlone("deletes sandbox pods under runs")
 @Tag("faults")
 class SandboxPodLossIT {
     /** Runs long enough to be caught mid-run; its timeout is far from the answer the test expects. */

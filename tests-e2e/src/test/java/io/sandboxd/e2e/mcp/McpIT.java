@@ -20,6 +20,7 @@ import io.sandboxd.e2e.support.ExecResult;
 import io.sandboxd.e2e.support.HostCommand;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestPods;
+import io.sandboxd.e2e.support.RunsAlone;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -40,6 +41,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * protocol's conformance suite, sessions across replicas, and the door attacked as the REST routes are (another
  * project's token, a session id alone, bodies built to hurt, a flood).
  */
+@RunsAlone("counts the pods a flood of requests creates")
 class McpIT {
 
     static final String ACCEPT = "application/json, text/event-stream";

@@ -1,6 +1,5 @@
 package io.sandboxd.e2e.policies;
 
-import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.sandboxd.e2e.support.IsolationTest;
@@ -11,6 +10,7 @@ import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.TestPods;
 import io.sandboxd.e2e.support.Attacks;
+import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -34,6 +34,7 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
  * link-local open (as many IPv4-only policy enforcers do): it really detects an open sandbox. While
  * IPv6 is open, a new sandbox waits at its fail-closed isolation gate instead of starting.
  */
+@RunsAlone("deletes the snippet NetworkPolicies and opens the pod network's IPv6 path, then restores both")
 @IsolationTest
 class HelmProbeIT {
     private static KubernetesClient k8s;
@@ -121,14 +122,11 @@ class HelmProbeIT {
             await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofSeconds(1)).until(() ->
                     k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).inContainer("isolation-gate").getLog()
                             .contains("answered"));
-            Thread.sleep(5000);
-            Pod held = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).get();
-            assertEquals("Pending", held.getStatus().getPhase(), "the sandbox never starts while IPv6 answers");
+            await("the sandbox never starts while IPv6 answers").during(Duration.ofSeconds(5))
+                    .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(500)).until(() -> "Pending".equals(
+                            k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).get().getStatus().getPhase()));
             System.out.println("gate of " + name + " while IPv6 is open: "
                     + k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).inContainer("isolation-gate").getLog());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
         } finally {
             podNetwork("close");
             control.close();

@@ -148,6 +148,7 @@ public final class Sandboxd {
             sandboxd.connect();
             sandboxd.awaitWarmPool();
             sandboxd.awaitKeyAccepted();
+            InstallBaseline.record();
             return sandboxd;
         } catch (IOException | java.security.GeneralSecurityException e) {
             throw new IllegalStateException("could not install sandboxd: " + e, e);
