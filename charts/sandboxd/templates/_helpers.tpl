@@ -96,31 +96,38 @@ The namespace the sandbox pods run in; never the release namespace, whose pods m
 the sandboxes' NetworkPolicies, admission policies and quota.
 */}}
 {{- define "sandboxd.sandboxNamespace" -}}
-{{- if eq .Values.sandboxNamespace.name .Release.Namespace }}
-{{- fail "sandboxNamespace.name must differ from the release namespace: sandbox pods need a namespace of their own" }}
-{{- end }}
 {{- .Values.sandboxNamespace.name }}
 {{- end }}
 
 {{/*
-terminationGracePeriodSeconds of the sandboxd pod: what a stopping replica needs (the service's
+The least terminationGracePeriodSeconds of the sandboxd pod: what a stopping replica needs (the service's
 DeadlineBudget.gracePeriod, same formula): serve lifecycle.shutdownDelaySeconds more, then drain the calls under way
 for up to max(snippet.maxTimeoutSeconds, tool.readyTimeoutSeconds + tool.maxTimeoutSeconds) + 10 s (the executor's
-answer), then 5 s to stop. Unset (null): exactly that. Set: refused when less, which would let the kubelet kill calls
-the replica accepted.
+answer), then 5 s to stop.
 */}}
-{{- define "sandboxd.terminationGracePeriodSeconds" -}}
+{{- define "sandboxd.leastTerminationGracePeriodSeconds" -}}
 {{- $longestCall := max (.Values.snippet.maxTimeoutSeconds | int64) (add .Values.tool.readyTimeoutSeconds .Values.tool.maxTimeoutSeconds | int64) }}
 {{- $drain := add $longestCall 10 }}
-{{- $least := add .Values.lifecycle.shutdownDelaySeconds $drain 5 | int64 }}
-{{- $given := $least }}
-{{- if not (kindIs "invalid" .Values.terminationGracePeriodSeconds) }}
-{{- $given = .Values.terminationGracePeriodSeconds | int64 }}
+{{- add .Values.lifecycle.shutdownDelaySeconds $drain 5 | int64 }}
 {{- end }}
-{{- if lt $given $least }}
-{{- fail (printf "terminationGracePeriodSeconds %d is too short: a stopping replica needs lifecycle.shutdownDelaySeconds (%d) + its drain of max(snippet.maxTimeoutSeconds %d, tool.readyTimeoutSeconds %d + tool.maxTimeoutSeconds %d) + 10 s + 5 s to stop = %d s; raise it to at least %d or lower the timeouts" $given (.Values.lifecycle.shutdownDelaySeconds | int64) (.Values.snippet.maxTimeoutSeconds | int64) (.Values.tool.readyTimeoutSeconds | int64) (.Values.tool.maxTimeoutSeconds | int64) $least $least) }}
+
+{{/*
+terminationGracePeriodSeconds of the sandboxd pod. Unset (null): the least (above). Set: that value, which
+_validate.tpl refuses when less, as that would let the kubelet kill calls the replica accepted.
+*/}}
+{{- define "sandboxd.terminationGracePeriodSeconds" -}}
+{{- if kindIs "invalid" .Values.terminationGracePeriodSeconds }}
+{{- include "sandboxd.leastTerminationGracePeriodSeconds" . }}
+{{- else }}
+{{- .Values.terminationGracePeriodSeconds | int64 }}
 {{- end }}
-{{- $given }}
+{{- end }}
+
+{{/*
+snippet.poolMax in force: poolTarget when unset.
+*/}}
+{{- define "sandboxd.poolMax" -}}
+{{- ternary .Values.snippet.poolTarget .Values.snippet.poolMax (kindIs "invalid" .Values.snippet.poolMax) | int64 }}
 {{- end }}
 
 {{/*
@@ -199,13 +206,10 @@ The supplementalGroupsPolicy of sandbox pods in force (value supplementalGroupsP
 {{- end }}
 
 {{/*
-The range of sandbox pod uids (sandboxUidRange), checked: sandboxd and the admission policy
-sandboxd-run-as-non-root both read it.
+The range of sandbox pod uids (sandboxUidRange): sandboxd and the admission policy sandboxd-run-as-non-root
+both read it.
 */}}
 {{- define "sandboxd.sandboxUidMin" -}}
-{{- if gt (.Values.sandboxUidRange.min | int64) (.Values.sandboxUidRange.max | int64) }}
-{{- fail "sandboxUidRange.min must not be above sandboxUidRange.max" }}
-{{- end }}
 {{- .Values.sandboxUidRange.min | int64 }}
 {{- end }}
 
