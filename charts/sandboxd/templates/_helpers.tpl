@@ -101,9 +101,9 @@ the sandboxes' NetworkPolicies, admission policies and quota.
 
 {{/*
 The least terminationGracePeriodSeconds of the sandboxd pod: what a stopping replica needs (the service's
-DeadlineBudget.gracePeriod, same formula): serve lifecycle.shutdownDelaySeconds more, then drain the calls under way
-for up to max(snippet.maxTimeoutSeconds, tool.readyTimeoutSeconds + tool.maxTimeoutSeconds) + 10 s (the executor's
-answer), then 5 s to stop.
+DeadlineBudget.gracePeriod, same formula; ServiceFormulasTest holds the two equal): serve
+lifecycle.shutdownDelaySeconds more, then drain the calls under way for up to max(snippet.maxTimeoutSeconds,
+tool.readyTimeoutSeconds + tool.maxTimeoutSeconds) + 10 s (the executor's answer), then 5 s to stop.
 */}}
 {{- define "sandboxd.leastTerminationGracePeriodSeconds" -}}
 {{- $longestCall := max (.Values.snippet.maxTimeoutSeconds | int64) (add .Values.tool.readyTimeoutSeconds .Values.tool.maxTimeoutSeconds | int64) }}
@@ -234,7 +234,7 @@ capabilities:
 
 {{/*
 The isolation gate's command for a sandbox of one kind, the same checks sandboxd's
-IsolationGateSettings.arguments() gives its own pods (the chart tests compare the two). The probe's
+IsolationGateSettings.arguments() gives its own pods (ServiceFormulasTest holds the two equal). The probe's
 copy is best-effort with a shorter wait: it must go on to report the escapes itself.
 (dict "ctx" $ "kind" "snippet"|"tool" "probe" BOOL ["part" "head"|"tail"]): "head" is the command up
 to and with the DNS arguments, "tail" the rest; each sandboxd replica puts its own
