@@ -96,31 +96,38 @@ The namespace the sandbox pods run in; never the release namespace, whose pods m
 the sandboxes' NetworkPolicies, admission policies and quota.
 */}}
 {{- define "sandboxd.sandboxNamespace" -}}
-{{- if eq .Values.sandboxNamespace.name .Release.Namespace }}
-{{- fail "sandboxNamespace.name must differ from the release namespace: sandbox pods need a namespace of their own" }}
-{{- end }}
 {{- .Values.sandboxNamespace.name }}
 {{- end }}
 
 {{/*
-terminationGracePeriodSeconds of the sandboxd pod: what a stopping replica needs (the service's
-DeadlineBudget.gracePeriod, same formula): serve lifecycle.shutdownDelaySeconds more, then drain the calls under way
-for up to max(snippet.maxTimeoutSeconds, tool.readyTimeoutSeconds + tool.maxTimeoutSeconds) + 10 s (the executor's
-answer), then 5 s to stop. Unset (null): exactly that. Set: refused when less, which would let the kubelet kill calls
-the replica accepted.
+The least terminationGracePeriodSeconds of the sandboxd pod: what a stopping replica needs (the service's
+DeadlineBudget.gracePeriod, same formula; ServiceFormulasTest holds the two equal): serve
+lifecycle.shutdownDelaySeconds more, then drain the calls under way for up to max(snippet.maxTimeoutSeconds,
+tool.readyTimeoutSeconds + tool.maxTimeoutSeconds) + 10 s (the executor's answer), then 5 s to stop.
 */}}
-{{- define "sandboxd.terminationGracePeriodSeconds" -}}
+{{- define "sandboxd.leastTerminationGracePeriodSeconds" -}}
 {{- $longestCall := max (.Values.snippet.maxTimeoutSeconds | int64) (add .Values.tool.readyTimeoutSeconds .Values.tool.maxTimeoutSeconds | int64) }}
 {{- $drain := add $longestCall 10 }}
-{{- $least := add .Values.lifecycle.shutdownDelaySeconds $drain 5 | int64 }}
-{{- $given := $least }}
-{{- if not (kindIs "invalid" .Values.terminationGracePeriodSeconds) }}
-{{- $given = .Values.terminationGracePeriodSeconds | int64 }}
+{{- add .Values.lifecycle.shutdownDelaySeconds $drain 5 | int64 }}
 {{- end }}
-{{- if lt $given $least }}
-{{- fail (printf "terminationGracePeriodSeconds %d is too short: a stopping replica needs lifecycle.shutdownDelaySeconds (%d) + its drain of max(snippet.maxTimeoutSeconds %d, tool.readyTimeoutSeconds %d + tool.maxTimeoutSeconds %d) + 10 s + 5 s to stop = %d s; raise it to at least %d or lower the timeouts" $given (.Values.lifecycle.shutdownDelaySeconds | int64) (.Values.snippet.maxTimeoutSeconds | int64) (.Values.tool.readyTimeoutSeconds | int64) (.Values.tool.maxTimeoutSeconds | int64) $least $least) }}
+
+{{/*
+terminationGracePeriodSeconds of the sandboxd pod. Unset (null): the least (above). Set: that value, which
+_validate.tpl refuses when less, as that would let the kubelet kill calls the replica accepted.
+*/}}
+{{- define "sandboxd.terminationGracePeriodSeconds" -}}
+{{- if kindIs "invalid" .Values.terminationGracePeriodSeconds }}
+{{- include "sandboxd.leastTerminationGracePeriodSeconds" . }}
+{{- else }}
+{{- .Values.terminationGracePeriodSeconds | int64 }}
 {{- end }}
-{{- $given }}
+{{- end }}
+
+{{/*
+snippet.poolMax in force: poolTarget when unset.
+*/}}
+{{- define "sandboxd.poolMax" -}}
+{{- ternary .Values.snippet.poolTarget .Values.snippet.poolMax (kindIs "invalid" .Values.snippet.poolMax) | int64 }}
 {{- end }}
 
 {{/*
@@ -199,72 +206,15 @@ The supplementalGroupsPolicy of sandbox pods in force (value supplementalGroupsP
 {{- end }}
 
 {{/*
-The range of sandbox pod uids (sandboxUidRange), checked: sandboxd and the admission policy
-sandboxd-run-as-non-root both read it.
+The range of sandbox pod uids (sandboxUidRange): sandboxd and the admission policy sandboxd-run-as-non-root
+both read it.
 */}}
 {{- define "sandboxd.sandboxUidMin" -}}
-{{- if gt (.Values.sandboxUidRange.min | int64) (.Values.sandboxUidRange.max | int64) }}
-{{- fail "sandboxUidRange.min must not be above sandboxUidRange.max" }}
-{{- end }}
 {{- .Values.sandboxUidRange.min | int64 }}
 {{- end }}
 
 {{- define "sandboxd.sandboxUidMax" -}}
 {{- .Values.sandboxUidRange.max | int64 }}
-{{- end }}
-
-{{/*
-The uid of a helm-test probe pod of one kind ("snippet" or "tool"): from the sandbox range like
-sandboxd's pods, a different one per kind when the range allows.
-*/}}
-{{- define "sandboxd.probeUid" -}}
-{{- $min := include "sandboxd.sandboxUidMin" .ctx | int64 }}
-{{- $max := include "sandboxd.sandboxUidMax" .ctx | int64 }}
-{{- if and (eq .kind "tool") (lt $min $max) }}{{ add $min 1 }}{{ else }}{{ $min }}{{ end }}
-{{- end }}
-
-{{/*
-Pod securityContext of a sandbox pod: what sandboxd sets (PodHardening.podSecurityContext) and the
-admission policies and PodSecurity restricted demand, with the pod's uid (dict "ctx" $ "uid" UID).
-Used by the helm-test probe pods, which must look exactly like sandboxd's (ProbeHardeningTest).
-*/}}
-{{- define "sandboxd.sandboxPodSecurityContext" -}}
-{{- $ := .ctx }}
-runAsNonRoot: true
-runAsUser: {{ .uid }}
-runAsGroup: {{ .uid }}
-fsGroup: {{ .uid }}
-{{- with include "sandboxd.supplementalGroupsPolicy" $ }}
-supplementalGroupsPolicy: {{ . }}
-{{- end }}
-seccompProfile:
-  type: {{ $.Values.seccomp.profileType }}
-  {{- if eq $.Values.seccomp.profileType "Localhost" }}
-  localhostProfile: {{ include "sandboxd.localhostProfile" $ }}
-  {{- end }}
-{{- end }}
-
-{{/*
-Container securityContext of a container of a sandbox pod (dict "ctx" $ "uid" UID): as sandboxd
-writes it (PodHardening.containerSecurityContext), with the pod's own uid. ProbeHardeningTest holds
-the two alike.
-*/}}
-{{- define "sandboxd.sandboxContainerSecurityContext" -}}
-{{- $ := .ctx }}
-allowPrivilegeEscalation: false
-privileged: false
-readOnlyRootFilesystem: true
-runAsNonRoot: true
-runAsUser: {{ .uid }}
-runAsGroup: {{ .uid }}
-capabilities:
-  drop:
-    - ALL
-seccompProfile:
-  type: {{ $.Values.seccomp.profileType }}
-  {{- if eq $.Values.seccomp.profileType "Localhost" }}
-  localhostProfile: {{ include "sandboxd.localhostProfile" $ }}
-  {{- end }}
 {{- end }}
 
 {{/*
@@ -283,90 +233,8 @@ capabilities:
 {{- end }}
 
 {{/*
-Kubernetes resources from a sandbox-kind limits/requests value (ephemeralStorage -> ephemeral-storage).
-*/}}
-{{- define "sandboxd.resourceList" -}}
-cpu: {{ .cpu | toString | quote }}
-memory: {{ .memory | toString | quote }}
-ephemeral-storage: {{ .ephemeralStorage | toString | quote }}
-{{- end }}
-
-{{/*
-A helm-test probe pod for one sandbox kind ("snippet" or "tool"), hardened exactly like the pods
-sandboxd creates. The probe runner fills in the container args.
-*/}}
-{{- define "sandboxd.probeSandboxPod" -}}
-{{- $ := .ctx }}
-{{- $kind := .kind }}
-{{- $limits := index $.Values $kind "limits" }}
-{{- $requests := index $.Values $kind "requests" }}
-{{- $uid := include "sandboxd.probeUid" (dict "ctx" $ "kind" $kind) }}
-apiVersion: v1
-kind: Pod
-metadata:
-  generateName: {{ printf "%s-%s-" (include "sandboxd.probeServiceAccountName" $ | trunc 40 | trimSuffix "-") $kind }}
-  namespace: {{ include "sandboxd.sandboxNamespace" $ }}
-  labels:
-    # Not managed-by=sandboxd: sandboxd must never adopt a probe pod into its pool.
-    app.kubernetes.io/managed-by: sandboxd-probe
-    app.kubernetes.io/instance: {{ $.Release.Name }}
-    sandboxd.io/kind: {{ $kind }}
-    sandboxd.io/probe: "true"
-spec:
-  automountServiceAccountToken: false
-  enableServiceLinks: false
-  restartPolicy: Never
-  # As sandboxd's pods (PodHardening): a sandbox is killed at once, never given time to act on a stop.
-  terminationGracePeriodSeconds: 0
-  activeDeadlineSeconds: {{ $.Values.probe.timeoutSeconds | int64 }}
-  {{- with $.Values.runtimeClassName }}
-  runtimeClassName: {{ . }}
-  {{- end }}
-  securityContext:
-    {{- include "sandboxd.sandboxPodSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 4 }}
-  initContainers:
-    # The same isolation gate sandboxd puts in front of every sandbox (NetworkPolicy enforcers program
-    # a new pod's rules asynchronously), best-effort here: if isolation never comes, the probe itself
-    # must run and report the escapes.
-    - name: isolation-gate
-      image: {{ include "sandboxd.snippetImage" $ }}
-      imagePullPolicy: {{ $.Values.snippet.image.pullPolicy }}
-      command: {{ include "sandboxd.isolationGateCommand" (dict "ctx" $ "kind" $kind "probe" true) }}
-      securityContext:
-        {{- include "sandboxd.sandboxContainerSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 8 }}
-      resources:
-        requests:
-          {{- include "sandboxd.resourceList" $requests | nindent 10 }}
-        limits:
-          {{- include "sandboxd.resourceList" $limits | nindent 10 }}
-  containers:
-    - name: probe
-      image: {{ include "sandboxd.snippetImage" $ }}
-      imagePullPolicy: {{ $.Values.snippet.image.pullPolicy }}
-      command: ["python3", "/opt/sandboxd/probe/sandbox_probe.py"]
-      args: []
-      env:
-        - name: TMPDIR
-          value: /tmp
-      securityContext:
-        {{- include "sandboxd.sandboxContainerSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 8 }}
-      resources:
-        requests:
-          {{- include "sandboxd.resourceList" $requests | nindent 10 }}
-        limits:
-          {{- include "sandboxd.resourceList" $limits | nindent 10 }}
-      volumeMounts:
-        - name: tmp
-          mountPath: /tmp
-  volumes:
-    - name: tmp
-      emptyDir:
-        sizeLimit: {{ $.Values.snippet.workdirSizeLimit | toString | quote }}
-{{- end }}
-
-{{/*
 The isolation gate's command for a sandbox of one kind, the same checks sandboxd's
-IsolationGateSettings.arguments() gives its own pods (the chart tests compare the two). The probe's
+IsolationGateSettings.arguments() gives its own pods (ServiceFormulasTest holds the two equal). The probe's
 copy is best-effort with a shorter wait: it must go on to report the escapes itself.
 (dict "ctx" $ "kind" "snippet"|"tool" "probe" BOOL ["part" "head"|"tail"]): "head" is the command up
 to and with the DNS arguments, "tail" the rest; each sandboxd replica puts its own

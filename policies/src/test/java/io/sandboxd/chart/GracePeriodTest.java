@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The sandboxd pod's terminationGracePeriodSeconds must cover what a stopping replica does: serve
  * lifecycle.shutdownDelaySeconds more, drain the calls under way (max(snippet max, tool ready + tool max) + 10 s), and
- * stop (5 s): the service's DeadlineBudget.gracePeriod. Unset, the chart derives it; set, the chart refuses less.
+ * stop (5 s): the service's DeadlineBudget.gracePeriod (ServiceFormulasTest compares the two). Unset, the chart derives
+ * it; set, the chart refuses less.
  */
 class GracePeriodTest {
 

@@ -13,9 +13,9 @@ import java.util.Objects;
 import org.junit.jupiter.api.Test;
 
 /**
- * The {@code helm test} probe's sandbox pods (sandboxd.probeSandboxPod in _helpers.tpl) are hardened exactly as the
- * pods sandboxd builds (the service's PodHardening, through SnippetPodSpec and ToolPodSpec): the same pod-level rules
- * and the same security contexts, pod and container, but for the uid each pod has of its own.
+ * The {@code helm test} probe's sandbox pods (sandboxd.probeSandboxPod in tests/_probe-pod.tpl) are hardened exactly
+ * as the pods sandboxd builds (the service's PodHardening, through SnippetPodSpec and ToolPodSpec): the same pod-level
+ * rules and the same security contexts, pod and container, but for the uid each pod has of its own.
  */
 class ProbeHardeningTest {
 

@@ -6,7 +6,8 @@ import java.time.Duration;
  * Every deadline sandboxd keeps, computed once from the settings, each with its margin and why. Consumers take these
  * values and do no time arithmetic of their own. The relations between them (a drain outlasts the longest call, a
  * backstop outlasts what it backs up...) are stated in {@code DeadlineBudgetTest}; the chart refuses a
- * {@code terminationGracePeriodSeconds} below {@link #gracePeriod()} (same formula, {@code _helpers.tpl}).
+ * {@code terminationGracePeriodSeconds} below {@link #gracePeriod()} (same formula in the chart's {@code _helpers.tpl},
+ * held equal by the policies module's {@code ServiceFormulasTest}).
  */
 public final class DeadlineBudget {
 

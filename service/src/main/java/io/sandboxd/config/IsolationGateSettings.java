@@ -63,7 +63,9 @@ public record IsolationGateSettings(String clusterDnsIp, String ownAddress, List
     }
 
     /**
-     * The gate's arguments for one kind of sandbox.
+     * The gate's arguments for one kind of sandbox. The chart renders the same for the admission params (its helper
+     * {@code sandboxd.isolationGateCommand}, this replica's own address aside); the policies module's
+     * {@code ServiceFormulasTest} holds the two equal.
      *
      * @param dnsCanary a name that must resolve (tool pods, whose policy allows cluster DNS), or {@code null} for
      *                  pods that must not reach DNS at all (snippets)

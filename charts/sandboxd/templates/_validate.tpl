@@ -1,0 +1,62 @@
+{{/*
+Every check of the values (and of the chart's own files) that helm cannot express in values.schema.json: each
+refuses the install with its reason. Run once, by validate.yaml; helm stops at the first refusal and renders nothing.
+*/}}
+{{- define "sandboxd.validate" -}}
+
+{{- if eq .Values.sandboxNamespace.name .Release.Namespace }}
+{{- fail "sandboxNamespace.name must differ from the release namespace: sandbox pods need a namespace of their own" }}
+{{- end }}
+
+{{- if gt (.Values.sandboxUidRange.min | int64) (.Values.sandboxUidRange.max | int64) }}
+{{- fail "sandboxUidRange.min must not be above sandboxUidRange.max" }}
+{{- end }}
+
+{{- /* The pool, and the pods it and the warm tool pods hold, within the sandbox namespace's pod quota. */}}
+{{- $poolMax := include "sandboxd.poolMax" . | int64 }}
+{{- $poolTarget := .Values.snippet.poolTarget | int64 }}
+{{- if lt $poolMax $poolTarget }}
+{{- fail (printf "snippet.poolMax (%d) must be at least snippet.poolTarget (%d)" $poolMax $poolTarget) }}
+{{- end }}
+{{- $quota := .Values.sandboxNamespace.resourceQuota }}
+{{- if and $quota.enabled $quota.hard.pods }}
+{{- $quotaPods := atoi (toString $quota.hard.pods) }}
+{{- if ge $poolMax $quotaPods }}
+{{- fail (printf "snippet.poolMax (%d) leaves no room under sandboxNamespace.resourceQuota.hard.pods (%s) for runs, sessions and tool calls" $poolMax (toString $quota.hard.pods)) }}
+{{- end }}
+{{- $warmToolPods := 0 }}
+{{- range .Values.tool.warmImages }}
+{{- $warmToolPods = add $warmToolPods (.pods | default 1) }}
+{{- end }}
+{{- if ge (add $poolMax $warmToolPods) $quotaPods }}
+{{- fail (printf "snippet.poolMax (%d) and the warm tool pods of tool.warmImages (%d) leave no room under sandboxNamespace.resourceQuota.hard.pods (%s) for runs, sessions and tool calls" $poolMax $warmToolPods (toString $quota.hard.pods)) }}
+{{- end }}
+{{- end }}
+
+{{- /* A set terminationGracePeriodSeconds below what a stopping replica needs would let the kubelet kill calls
+     the replica accepted. */}}
+{{- $least := include "sandboxd.leastTerminationGracePeriodSeconds" . | int64 }}
+{{- $given := include "sandboxd.terminationGracePeriodSeconds" . | int64 }}
+{{- if lt $given $least }}
+{{- fail (printf "terminationGracePeriodSeconds %d is too short: a stopping replica needs lifecycle.shutdownDelaySeconds (%d) + its drain of max(snippet.maxTimeoutSeconds %d, tool.readyTimeoutSeconds %d + tool.maxTimeoutSeconds %d) + 10 s + 5 s to stop = %d s; raise it to at least %d or lower the timeouts" $given (.Values.lifecycle.shutdownDelaySeconds | int64) (.Values.snippet.maxTimeoutSeconds | int64) (.Values.tool.readyTimeoutSeconds | int64) (.Values.tool.maxTimeoutSeconds | int64) $least $least) }}
+{{- end }}
+
+{{- if and .Values.runtimeClass.create (not .Values.runtimeClassName) }}
+{{- fail "runtimeClass.create=true needs runtimeClassName: the name of the RuntimeClass to create, which sandbox pods then use (e.g. --set runtimeClassName=gvisor)" }}
+{{- end }}
+
+{{- /* admission-policies.yaml emits these files as written: they must be there, and parse. */}}
+{{- if .Values.admission.enabled }}
+{{- $files := .Files.Glob "policies/admission/*.yaml" }}
+{{- if not $files }}
+{{- fail "no policies/admission/*.yaml in the chart: charts/sandboxd/policies must link to the repository's policies/ directory" }}
+{{- end }}
+{{- range $path, $_ := $files }}
+{{- $policy := fromYaml ($.Files.Get $path) }}
+{{- if hasKey $policy "Error" }}
+{{- fail (printf "%s: %s" $path $policy.Error) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- end }}

@@ -1,0 +1,141 @@
+{{/*
+The helm-test probe's sandbox pods (tests/probe-configmap.yaml hands them to the probe runner): one pod per
+sandbox kind, hardened exactly like the pods sandboxd creates (PodHardening; ProbeHardeningTest holds the two
+alike). Only the probe uses the templates in this file.
+*/}}
+
+{{/*
+The uid of a helm-test probe pod of one kind ("snippet" or "tool"): from the sandbox range like
+sandboxd's pods, a different one per kind when the range allows.
+*/}}
+{{- define "sandboxd.probeUid" -}}
+{{- $min := include "sandboxd.sandboxUidMin" .ctx | int64 }}
+{{- $max := include "sandboxd.sandboxUidMax" .ctx | int64 }}
+{{- if and (eq .kind "tool") (lt $min $max) }}{{ add $min 1 }}{{ else }}{{ $min }}{{ end }}
+{{- end }}
+
+{{/*
+Pod securityContext of a sandbox pod: what sandboxd sets (PodHardening.podSecurityContext) and the
+admission policies and PodSecurity restricted demand, with the pod's uid (dict "ctx" $ "uid" UID).
+Used by the helm-test probe pods, which must look exactly like sandboxd's (ProbeHardeningTest).
+*/}}
+{{- define "sandboxd.sandboxPodSecurityContext" -}}
+{{- $ := .ctx }}
+runAsNonRoot: true
+runAsUser: {{ .uid }}
+runAsGroup: {{ .uid }}
+fsGroup: {{ .uid }}
+{{- with include "sandboxd.supplementalGroupsPolicy" $ }}
+supplementalGroupsPolicy: {{ . }}
+{{- end }}
+seccompProfile:
+  type: {{ $.Values.seccomp.profileType }}
+  {{- if eq $.Values.seccomp.profileType "Localhost" }}
+  localhostProfile: {{ include "sandboxd.localhostProfile" $ }}
+  {{- end }}
+{{- end }}
+
+{{/*
+Container securityContext of a container of a sandbox pod (dict "ctx" $ "uid" UID): as sandboxd
+writes it (PodHardening.containerSecurityContext), with the pod's own uid. ProbeHardeningTest holds
+the two alike.
+*/}}
+{{- define "sandboxd.sandboxContainerSecurityContext" -}}
+{{- $ := .ctx }}
+allowPrivilegeEscalation: false
+privileged: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+runAsUser: {{ .uid }}
+runAsGroup: {{ .uid }}
+capabilities:
+  drop:
+    - ALL
+seccompProfile:
+  type: {{ $.Values.seccomp.profileType }}
+  {{- if eq $.Values.seccomp.profileType "Localhost" }}
+  localhostProfile: {{ include "sandboxd.localhostProfile" $ }}
+  {{- end }}
+{{- end }}
+
+{{/*
+Kubernetes resources from a sandbox-kind limits/requests value (ephemeralStorage -> ephemeral-storage).
+*/}}
+{{- define "sandboxd.resourceList" -}}
+cpu: {{ .cpu | toString | quote }}
+memory: {{ .memory | toString | quote }}
+ephemeral-storage: {{ .ephemeralStorage | toString | quote }}
+{{- end }}
+
+{{/*
+A helm-test probe pod for one sandbox kind ("snippet" or "tool"), hardened exactly like the pods
+sandboxd creates. The probe runner fills in the container args.
+*/}}
+{{- define "sandboxd.probeSandboxPod" -}}
+{{- $ := .ctx }}
+{{- $kind := .kind }}
+{{- $limits := index $.Values $kind "limits" }}
+{{- $requests := index $.Values $kind "requests" }}
+{{- $uid := include "sandboxd.probeUid" (dict "ctx" $ "kind" $kind) }}
+apiVersion: v1
+kind: Pod
+metadata:
+  generateName: {{ printf "%s-%s-" (include "sandboxd.probeServiceAccountName" $ | trunc 40 | trimSuffix "-") $kind }}
+  namespace: {{ include "sandboxd.sandboxNamespace" $ }}
+  labels:
+    # Not managed-by=sandboxd: sandboxd must never adopt a probe pod into its pool.
+    app.kubernetes.io/managed-by: sandboxd-probe
+    app.kubernetes.io/instance: {{ $.Release.Name }}
+    sandboxd.io/kind: {{ $kind }}
+    sandboxd.io/probe: "true"
+spec:
+  automountServiceAccountToken: false
+  enableServiceLinks: false
+  restartPolicy: Never
+  # As sandboxd's pods (PodHardening): a sandbox is killed at once, never given time to act on a stop.
+  terminationGracePeriodSeconds: 0
+  activeDeadlineSeconds: {{ $.Values.probe.timeoutSeconds | int64 }}
+  {{- with $.Values.runtimeClassName }}
+  runtimeClassName: {{ . }}
+  {{- end }}
+  securityContext:
+    {{- include "sandboxd.sandboxPodSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 4 }}
+  initContainers:
+    # The same isolation gate sandboxd puts in front of every sandbox (NetworkPolicy enforcers program
+    # a new pod's rules asynchronously), best-effort here: if isolation never comes, the probe itself
+    # must run and report the escapes.
+    - name: isolation-gate
+      image: {{ include "sandboxd.snippetImage" $ }}
+      imagePullPolicy: {{ $.Values.snippet.image.pullPolicy }}
+      command: {{ include "sandboxd.isolationGateCommand" (dict "ctx" $ "kind" $kind "probe" true) }}
+      securityContext:
+        {{- include "sandboxd.sandboxContainerSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 8 }}
+      resources:
+        requests:
+          {{- include "sandboxd.resourceList" $requests | nindent 10 }}
+        limits:
+          {{- include "sandboxd.resourceList" $limits | nindent 10 }}
+  containers:
+    - name: probe
+      image: {{ include "sandboxd.snippetImage" $ }}
+      imagePullPolicy: {{ $.Values.snippet.image.pullPolicy }}
+      command: ["python3", "/opt/sandboxd/probe/sandbox_probe.py"]
+      args: []
+      env:
+        - name: TMPDIR
+          value: /tmp
+      securityContext:
+        {{- include "sandboxd.sandboxContainerSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 8 }}
+      resources:
+        requests:
+          {{- include "sandboxd.resourceList" $requests | nindent 10 }}
+        limits:
+          {{- include "sandboxd.resourceList" $limits | nindent 10 }}
+      volumeMounts:
+        - name: tmp
+          mountPath: /tmp
+  volumes:
+    - name: tmp
+      emptyDir:
+        sizeLimit: {{ $.Values.snippet.workdirSizeLimit | toString | quote }}
+{{- end }}
