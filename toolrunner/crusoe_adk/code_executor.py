@@ -11,7 +11,8 @@ Each code block ADK finds in the model's answer (```python ... ```) is one POST 
 CodeExecutionInput's files as `files`. With `stateful=True`, ADK gives every run of one ADK session the
 same execution id (the ADK session's id); with the app's name and the user's id it makes sandboxd's `session_id`
 (D4, `adk-` and a hash of the three), so variables and files persist from one code block to the next, and two
-users whose sessions have the same name never share an interpreter. Otherwise every block runs in a fresh single-use pod.
+users whose sessions have the same name never share an interpreter. Otherwise every block runs in a fresh
+single-use pod.
 
 This module needs google-adk (`pip install 'crusoe-adk[adk]'`); the rest of the package does not, and
 `import crusoe_adk` does not import this module until `crusoe_adk.SandboxdCodeExecutor` is first used.
@@ -30,7 +31,7 @@ import logging
 import mimetypes
 import os
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from google.adk.code_executors.base_code_executor import BaseCodeExecutor
 from google.adk.code_executors.code_execution_utils import CodeExecutionInput, CodeExecutionResult, File
@@ -57,14 +58,14 @@ class SandboxdCodeExecutor(BaseCodeExecutor):
     """Runs the model's code blocks in sandboxd (POST /v1/execute): a fresh single-use pod per block or,
     with stateful=True, one interpreter per ADK session (sandboxd's session_id)."""
 
-    base_url: Optional[str] = None
+    base_url: str | None = None
     """sandboxd's address; default $SANDBOX_URL, read at each run."""
 
-    timeout_s: Optional[int] = None
+    timeout_s: int | None = None
     """A run's deadline in seconds (1 to SANDBOX_MAX_TIMEOUT_S, default 60). Default: ADK's
     `timeout_seconds` if set, else $CODE_INTERPRETER_TIMEOUT_S (default 20)."""
 
-    headers: Optional[dict[str, str]] = Field(default=None, exclude=True, repr=False)
+    headers: dict[str, str] | None = Field(default=None, exclude=True, repr=False)
     """The Authorization header(s) to send; default crusoe_core.adapter.internal_caller_headers(), read at
     each run so a rotated token file is picked up. Never serialised or shown in repr (it holds the token)."""
 

@@ -11,8 +11,9 @@ URL-safe base64 without padding, main container only), and presents the secret a
 object sees the verifier, which opens nothing. NetworkPolicy admits only sandboxd to port 8080, but traffic
 from the node, and so from any hostNetwork pod of any namespace, always passes: the server itself
 must refuse everybody else. `take_token` reads the verifier once, at start, and removes it before any
-untrusted code can run (it opens nothing, but the snippet has no business with it): from os.environ (so no child inherits it) and from the C environment block,
-whose bytes /proc/<pid>/environ shows and which unsetenv() alone leaves in place (overwritten).
+untrusted code can run (it opens nothing, but the snippet has no business with it): from os.environ (so no
+child inherits it) and from the C environment block, whose bytes /proc/<pid>/environ shows and which
+unsetenv() alone leaves in place (overwritten).
 
 Non-dumpable. Untrusted code runs as the same uid as the server (PID 1 of the pod), which holds the
 container's stdout and stderr, i.e. the pod log. Same uid is enough to open /proc/1/fd/1 and write

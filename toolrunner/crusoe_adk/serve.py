@@ -6,10 +6,11 @@
 MODULE:ATTR names the agent: an ADK agent or App (e.g. `agent:root_agent`), or a list of tool
 functions (any other framework). AGENTS_DIR is an ADK agents directory, as `adk api_server` takes:
 ADK's own AgentLoader, wrapped so every agent it loads is relocated (all are loaded at start).
-TOOL_SANDBOX is read once, before any of the agent's code runs (its module, an ADK .env file). Before anything is served, `relocation.prepare` replaces every tool
-with its sandboxed proxy (TOOL_SANDBOX=true, the default), or warns that tools run in-process
-(TOOL_SANDBOX=false). A tool that cannot be relocated stops start-up: the error names each such tool
-and why, and the process exits with status 3. The agent's author calls nothing.
+TOOL_SANDBOX is read once, before any of the agent's code runs (its module, an ADK .env file). Before
+anything is served, `relocation.prepare` replaces every tool with its sandboxed proxy (TOOL_SANDBOX=true,
+the default), or warns that tools run in-process (TOOL_SANDBOX=false). A tool that cannot be relocated
+stops start-up: the error names each such tool and why, and the process exits with status 3. The agent's
+author calls nothing.
 
 Then, for an ADK agent (google-adk installed in the agent's image), ADK's own API server serves it
 (`get_fast_api_app` with a loader that hands out this one, relocated, agent; uvicorn). For a list of

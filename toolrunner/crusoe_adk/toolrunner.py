@@ -56,7 +56,7 @@ class ToolCall:
             result = function(**args)
             if inspect.isawaitable(result):  # async tools are common in ADK agents
                 result = asyncio.run(await_result(result))
-        except BaseException as error:  # SystemExit too: the tool's failure, not the runner's
+        except BaseException as error:  # noqa: BLE001 - SystemExit too: the tool's failure, not the runner's
             traceback.print_exc()
             return {"error": f"{type(error).__name__}: {error}"}
         try:
@@ -77,7 +77,7 @@ def check_serialisable(value):
     try:
         json.dumps(value, default=refuse, allow_nan=False)
     except ValueError:  # NaN or infinity: not JSON
-        raise NotSerialisable("float")
+        raise NotSerialisable("float") from None
 
 
 def resolve_function(module_name, function_name):
@@ -85,11 +85,11 @@ def resolve_function(module_name, function_name):
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
         if error.name == module_name or module_name.startswith(f"{error.name}."):
-            raise HttpError(400, f"no module named '{module_name}'")
-        raise HttpError(400, f"could not import module '{module_name}': {type(error).__name__}: {error}")
-    except BaseException as error:
+            raise HttpError(400, f"no module named '{module_name}'") from None
+        raise HttpError(400, f"could not import module '{module_name}': {type(error).__name__}: {error}") from None
+    except BaseException as error:  # noqa: BLE001 - the agent's own code: whatever its import raises
         traceback.print_exc()
-        raise HttpError(400, f"could not import module '{module_name}': {type(error).__name__}: {error}")
+        raise HttpError(400, f"could not import module '{module_name}': {type(error).__name__}: {error}") from None
     function = getattr(module, function_name, None) if function_name.isidentifier() else None
     if not callable(function):
         raise HttpError(400, f"no function '{function_name}' in module '{module_name}'")
@@ -129,7 +129,7 @@ class ToolRunnerHandler(BaseHTTPRequestHandler):
             status, body = methods[self.command]()
         except HttpError as error:
             status, body = error.status, {"error": str(error)}
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - a bug here is a 500, the server goes on
             traceback.print_exc()
             status, body = 500, {"error": f"internal error: {type(error).__name__}: {error}"}
         self.send_json(status, body)
@@ -148,14 +148,14 @@ class ToolRunnerHandler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("Content-Length", "0"))
         except ValueError:
-            raise HttpError(400, "invalid JSON body")
+            raise HttpError(400, "invalid JSON body") from None
         if length > MAX_REQUEST_BYTES:
             self.close_connection = True  # the unread body must not be parsed as a next request
             raise HttpError(413, "request body too large")
         try:
             return json.loads(self.rfile.read(max(length, 0)))
         except ValueError:
-            raise HttpError(400, "invalid JSON body")
+            raise HttpError(400, "invalid JSON body") from None
 
     def send_json(self, status, body):
         payload = json.dumps(body).encode("utf-8")
@@ -183,7 +183,7 @@ def preload(module_name):
         return
     try:
         importlib.import_module(module_name)
-    except BaseException:  # the agent's own code: whatever it raises must not stop the runner
+    except BaseException:  # noqa: BLE001 - the agent's own code: whatever it raises must not stop the runner
         print(f"crusoe_adk.toolrunner: could not preload {module_name!r}; the call will import it again:",
               file=sys.stderr, flush=True)
         traceback.print_exc()

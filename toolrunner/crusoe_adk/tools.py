@@ -94,7 +94,7 @@ def server_max_timeout_s():
     try:
         return int(raw_max)
     except ValueError:
-        raise ValueError(f"SANDBOX_MAX_TIMEOUT_S must be a whole number of seconds, got {raw_max!r}")
+        raise ValueError(f"SANDBOX_MAX_TIMEOUT_S must be a whole number of seconds, got {raw_max!r}") from None
 
 
 def conversation_session_id():

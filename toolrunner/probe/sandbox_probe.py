@@ -74,7 +74,7 @@ def check_ipv6_sweep(ports, also, timeout_s):
     """(blocked, detail): every IPv6 attempt of the sweep at once; each is also printed as its own line."""
     specs, neighbours = ipv6_sweep_specs(ports, also)
     attempts = channels.attempt_all([spec for _, spec in specs], min(timeout_s, 1.0))
-    for (name, _), attempt in zip(specs, attempts):
+    for (name, _), attempt in zip(specs, attempts, strict=True):
         print(json.dumps({"check": name, "blocked": not attempt.answered, "detail": attempt.detail}), flush=True)
     answered = [a.target for a in attempts if a.answered]
     detail = {"neighbours": neighbours, "attempts": len(attempts), "answered": answered}
@@ -92,7 +92,7 @@ def ipv6_sweep_specs(ports, also=(), settle_s=2.0):
     # The addresses asked for by name first, then the rest of the two /24s.
     wanted = sorted(set(also) - {me})
     neighbours = channels.arp_sweep(wanted + sorted(addresses - set(wanted)), settle_s=settle_s)
-    specs = [(f"ipv6 all-nodes ff02::1 udp-dns", f"udp-dns:[ff02::1%{interface}]:53")]
+    specs = [("ipv6 all-nodes ff02::1 udp-dns", f"udp-dns:[ff02::1%{interface}]:53")]
     for ip, mac in sorted(neighbours.items()):
         link_local = f"[{channels.eui64_link_local(mac)}%{interface}]"
         for port in ports:
@@ -248,7 +248,7 @@ def run_check(check):
     name, expect_blocked, function = check
     try:
         blocked, detail = function()
-    except Exception as error:  # a probe that cannot run proves nothing: report, count as failed
+    except Exception as error:  # noqa: BLE001 - a probe that cannot run proves nothing: report, count as failed
         blocked, detail = not expect_blocked, f"check could not run: {describe(error)}"
     return name, expect_blocked, blocked, detail
 

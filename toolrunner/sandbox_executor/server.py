@@ -46,7 +46,7 @@ def env_int(name, default):
     try:
         return int(value) if value else default
     except ValueError:
-        raise SystemExit(f"sandbox_executor: {name} must be an integer, got {value!r}")
+        raise SystemExit(f"sandbox_executor: {name} must be an integer, got {value!r}") from None
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def parse_run_request(body):
         try:
             decoded.append((path, base64.b64decode(content_b64, validate=True)))
         except (binascii.Error, ValueError):
-            raise invalid_body()
+            raise invalid_body() from None
     return RunRequest(code, timeout_s, decoded)
 
 
@@ -165,9 +165,9 @@ class Executor:
         try:
             write_files(self.workdir, files)
         except PathEscapeError as error:
-            raise HttpError(400, str(error))
+            raise HttpError(400, str(error)) from None
         except OSError as error:
-            raise HttpError(400, f"could not write input files: {error.strerror}")
+            raise HttpError(400, f"could not write input files: {error.strerror}") from None
 
     @contextlib.contextmanager
     def answering(self):
@@ -242,7 +242,7 @@ class ExecutorHandler(BaseHTTPRequestHandler):
             status, body = methods[self.command]()
         except HttpError as error:
             status, body = error.status, {"error": str(error)}
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - a bug here is a 500, the server goes on
             traceback.print_exc()
             status, body = 500, {"error": f"internal error: {type(error).__name__}: {error}"}
         self.send_json(status, body)
@@ -261,14 +261,14 @@ class ExecutorHandler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("Content-Length", "0"))
         except ValueError:
-            raise invalid_body()
+            raise invalid_body() from None
         if length > MAX_REQUEST_BYTES:
             self.close_connection = True  # the unread body must not be parsed as a next request
             raise HttpError(413, "request body too large")
         try:
             return json.loads(self.rfile.read(max(length, 0)))
         except ValueError:  # includes JSONDecodeError and UnicodeDecodeError
-            raise invalid_body()
+            raise invalid_body() from None
 
     def send_json(self, status, body):
         payload = json.dumps(body).encode("utf-8")

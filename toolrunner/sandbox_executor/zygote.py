@@ -128,7 +128,7 @@ def detach_output():
     for stream in {sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__}:
         try:
             stream.flush()
-        except Exception:
+        except Exception:  # noqa: BLE001 - the snippet may have replaced or broken the stream
             pass
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -160,7 +160,7 @@ def exit_at_once(exit_code):
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             stream.flush()
-        except Exception:
+        except Exception:  # noqa: BLE001 - the snippet may have replaced or broken the stream
             pass
     os._exit(exit_code)
 
@@ -177,7 +177,7 @@ def run_snippet(source, filename, namespace):
         exec(code, namespace)
     except SystemExit as exit_request:
         return exit_code_of(exit_request)
-    except BaseException as error:
+    except BaseException as error:  # noqa: BLE001 - the snippet's own, reported as python3 would
         # Drop this frame so the traceback starts at the snippet, as for a script.
         report_exception(error.with_traceback(error.__traceback__.tb_next))
         return 1

@@ -22,7 +22,7 @@ from crusoe_core.adapter import MalformedTokenError, agent_image, token_claims
 from fake_sandboxd import IMAGE, FakeSandboxd, free_port, make_token
 
 sys.path.insert(0, str(TOOLRUNNER_DIR / "sample_agent"))
-import agent  # noqa: E402 - the sample agent's tools, importable as `agent` like in its image
+import agent  # the sample agent's tools, importable as `agent` like in its image
 
 AGENT_SECRET = "the-agent-s-own-credential"
 

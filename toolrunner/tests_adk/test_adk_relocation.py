@@ -330,6 +330,7 @@ def test_an_adk_agents_directory_with_a_tool_that_cannot_be_relocated_does_not_s
 
 def test_the_relocating_loader_wraps_adk_s_own_loader(sandboxd, tmp_path):
     from google.adk.cli.utils.agent_loader import AgentLoader
+
     from crusoe_adk.serve import relocating_loader
 
     loader = relocating_loader(AgentLoader(str(agents_dir(tmp_path, "forecaster2", "get_forecast"))))
