@@ -105,9 +105,9 @@ class SandboxdCodeExecutor(BaseCodeExecutor):
             headers = dict(self.headers) if self.headers is not None else internal_caller_headers()
         except (SandboxError, ValueError, RuntimeError) as error:  # RuntimeError: MissingTokenError
             return CodeExecutionResult(stderr=_as_sandbox_error(error))
-        reply, error = post_execute(base_url, body, headers)
-        if error:
-            return CodeExecutionResult(stderr=error)
+        reply, failure = post_execute(base_url, body, headers)
+        if failure:
+            return CodeExecutionResult(stderr=failure)
         try:
             return self._result(reply, sent, session_id)
         except SandboxError as error:

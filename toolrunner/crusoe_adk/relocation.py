@@ -53,6 +53,7 @@ import re
 import sys
 import types
 import typing
+from typing import Any
 
 from . import tool_call
 from .errors import ToolRefused
@@ -124,7 +125,8 @@ def call_setting_problems():
 def relocate_tools(tools):
     """A new list in which each tool function is replaced by its sandboxed proxy (run_python and
     already relocated tools are kept). Raises ToolRefused naming every tool that cannot be."""
-    relocated, problems = [], []
+    relocated: list[Any] = []
+    problems: list[tuple[str, str]] = []
     for tool in tools:
         if not needs_relocation(tool):
             relocated.append(tool)
@@ -483,7 +485,7 @@ def make_proxy(function):
     proxy.__qualname__ = function.__qualname__
     proxy.__doc__ = function.__doc__
     proxy.__annotations__ = dict(function.__annotations__)
-    proxy.__signature__ = signature
+    proxy.__signature__ = signature  # type: ignore[attr-defined]  # what inspect.signature reads first
     setattr(proxy, MARKER, f"{module_name}:{name}")
     return proxy
 

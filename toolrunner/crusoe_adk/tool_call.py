@@ -17,6 +17,7 @@ import os
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
 from crusoe_core.adapter import agent_image, internal_caller_headers
 
@@ -39,7 +40,8 @@ LOG = logging.getLogger("crusoe_adk.tool_call")
 
 # The sandbox of the latest relocated call made in this context, for logs and tests:
 # {"tool", "sandbox_id", "duration_ms"}.
-last_call = contextvars.ContextVar("crusoe_adk_last_tool_call", default=None)
+last_call: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "crusoe_adk_last_tool_call", default=None)
 
 
 def call_timeout_s():

@@ -108,10 +108,18 @@ def parse_call(body):
     return module, function, args
 
 
+class ToolRunnerServer(ThreadingHTTPServer):
+    """The HTTP server, holding what its handlers use."""
+
+    tool_call: ToolCall
+    pod_token: podguard.PodToken
+
+
 class ToolRunnerHandler(BaseHTTPRequestHandler):
     # The same small JSON plumbing lives in sandbox_executor/server.py: each package ships alone in
     # its own image, so neither may import the other.
     timeout = 60  # a client that stops sending mid-body must not hold a thread for ever
+    server: ToolRunnerServer
 
     def dispatch(self):
         routes = {"/healthz": {"GET": self.healthz}, "/call": {"POST": self.call}}
@@ -202,7 +210,7 @@ def main():
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     preload(os.environ.get("TOOLRUNNER_PRELOAD", ""))
-    server = ThreadingHTTPServer(("0.0.0.0", port), ToolRunnerHandler)
+    server = ToolRunnerServer(("0.0.0.0", port), ToolRunnerHandler)
     server.tool_call = ToolCall()
     server.pod_token = pod_token
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # PID 1 ignores SIGTERM unless handled

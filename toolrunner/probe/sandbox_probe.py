@@ -46,6 +46,7 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import channels
@@ -107,7 +108,7 @@ def check_dns(name, timeout_s):
 
     def resolve():
         try:
-            outcome["addresses"] = sorted({info[4][0] for info in socket.getaddrinfo(name, None)})
+            outcome["addresses"] = sorted({str(info[4][0]) for info in socket.getaddrinfo(name, None)})
         except OSError as error:
             outcome["error"] = describe(error)
     # getaddrinfo has no timeout of its own, and a dropped DNS packet means retries for many seconds.
@@ -211,7 +212,7 @@ def parse_arguments(argv):
 def selected_checks(arguments):
     """[(check name, expected blocked, function)] in the order given above."""
     timeout_s = arguments.timeout
-    checks = []
+    checks: list[tuple[str, bool, Callable[..., tuple[bool, str]]]] = []
     for target in arguments.tcp:
         checks.append((f"tcp {target}", True, lambda t=target: check_tcp(t, timeout_s)))
     for target in arguments.tcp_allowed:

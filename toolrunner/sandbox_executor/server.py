@@ -12,6 +12,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TypeGuard
 
 from . import podguard, processes
 from .interpreter import Interpreter
@@ -102,7 +103,7 @@ def parse_run_request(body):
     return RunRequest(code, timeout_s, decoded)
 
 
-def is_utf8_string(value):
+def is_utf8_string(value) -> TypeGuard[str]:
     """A str that can be written out (JSON may carry lone surrogates, which cannot)."""
     if not isinstance(value, str):
         return False
@@ -217,10 +218,18 @@ class Executor:
         }
 
 
+class ExecutorServer(ThreadingHTTPServer):
+    """The HTTP server, holding what its handlers use."""
+
+    executor: Executor
+    pod_token: podguard.PodToken
+
+
 class ExecutorHandler(BaseHTTPRequestHandler):
     # The same small JSON plumbing lives in crusoe_adk/toolrunner.py: each package ships alone in
     # its own image, so neither may import the other.
     timeout = 60  # a client that stops sending mid-body must not hold a thread for ever
+    server: ExecutorServer
 
     def dispatch(self):
         routes = {"/healthz": {"GET": self.healthz}, "/run": {"POST": self.run_snippet}}
@@ -297,7 +306,7 @@ def main():
     settings = Settings.from_env()
     processes.become_child_subreaper()
     executor = Executor(settings)
-    server = ThreadingHTTPServer(("0.0.0.0", settings.port), ExecutorHandler)
+    server = ExecutorServer(("0.0.0.0", settings.port), ExecutorHandler)
     server.executor = executor
     server.pod_token = pod_token
     # As PID 1 of the pod, SIGTERM is ignored unless handled; exit promptly on pod deletion.

@@ -146,7 +146,7 @@ def returns_tuple(a: int) -> tuple[int, int]:
     return a, a
 
 
-def unresolvable(value: NoSuchType) -> None:  # noqa: F821 - the point of the test
+def unresolvable(value: NoSuchType) -> None:  # type: ignore[name-defined]  # noqa: F821 - the point of the test
     return None
 
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import TOOLRUNNER_DIR, free_port
-from probe.sandbox_probe import CLONE_NEWNS, check_readonly_root, check_unshare, is_gvisor_kernel, runtime_report
+from sandbox_probe import CLONE_NEWNS, check_readonly_root, check_unshare, is_gvisor_kernel, runtime_report
 
 PROBE = TOOLRUNNER_DIR / "probe" / "sandbox_probe.py"
 

@@ -179,7 +179,8 @@ def test_a_relocated_tool_runs_through_v1_call_in_the_agent_s_image(sandboxd):
     assert body == {"image": IMAGE, "module": "agent", "function": "add", "args": {"a": 2, "b": 3},
                     "timeout_s": 30}, "arguments bound by name"
     assert headers["Authorization"] == "Bearer " + os.environ["SANDBOX_TOKEN"]
-    assert tool_call.last_call.get()["sandbox_id"] == "tool-fake1"
+    record = tool_call.last_call.get()
+    assert record is not None and record["sandbox_id"] == "tool-fake1"
 
 
 def test_results_come_back_as_the_return_value(sandboxd):
@@ -269,7 +270,7 @@ def test_sandboxd_s_refusals_are_distinct_exceptions_with_the_contract_message(s
 
 
 def test_429_is_retried_after_retry_after(sandboxd, monkeypatch):
-    waits = []
+    waits: list[float] = []
     monkeypatch.setattr(tool_call, "wait", waits.append)
     sandboxd.fail_next(429, "per-project limit reached: 4 concurrent tool calls", {"Retry-After": "2"})
     assert relocation.relocate(agent.add)(1, 2) == 3

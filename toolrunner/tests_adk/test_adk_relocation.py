@@ -50,7 +50,7 @@ def test_the_client_is_the_installed_package_with_no_dependencies():
     assert importlib.metadata.version("crusoe-adk")
     # Standard library only: the one requirement is the optional `adk` extra, for SandboxdCodeExecutor.
     assert importlib.metadata.requires("crusoe-adk") == ['google-adk>=2.13; extra == "adk"']
-    files = {str(path) for path in importlib.metadata.files("crusoe-adk")}
+    files = {str(path) for path in importlib.metadata.files("crusoe-adk") or []}
     assert {"crusoe_adk/toolrunner.py", "crusoe_adk/relocation.py", "crusoe_core/adapter.py"} <= files
 
 
