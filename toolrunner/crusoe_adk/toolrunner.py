@@ -19,7 +19,9 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Awaitable, Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, NoReturn
 
 from . import podguard
 
@@ -27,7 +29,7 @@ MAX_REQUEST_BYTES = 16 * 1024 * 1024
 
 
 class HttpError(Exception):
-    def __init__(self, status, message):
+    def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
 
@@ -39,18 +41,18 @@ class NotSerialisable(Exception):
 class ToolCall:
     """Resolves and runs the pod's single tool call."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._has_run = False
 
-    def claim(self):
+    def claim(self) -> None:
         # Claimed before the import: importing the agent's module already runs its code.
         with self._lock:
             if self._has_run:
                 raise HttpError(409, "this tool sandbox has already run a call")
             self._has_run = True
 
-    def run(self, module_name, function_name, args):
+    def run(self, module_name: str, function_name: str, args: dict[str, Any]) -> dict[str, Any]:
         function = resolve_function(module_name, function_name)
         try:
             result = function(**args)
@@ -66,13 +68,13 @@ class ToolCall:
             return {"error": f"result is not JSON-serialisable: {error}"}
 
 
-async def await_result(awaitable):
+async def await_result(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
-def check_serialisable(value):
+def check_serialisable(value: object) -> None:
     """NotSerialisable(<offending type>) unless `value` is plain JSON."""
-    def refuse(unknown):
+    def refuse(unknown: object) -> NoReturn:
         raise NotSerialisable(type(unknown).__name__)
     try:
         json.dumps(value, default=refuse, allow_nan=False)
@@ -80,7 +82,7 @@ def check_serialisable(value):
         raise NotSerialisable("float") from None
 
 
-def resolve_function(module_name, function_name):
+def resolve_function(module_name: str, function_name: str) -> Callable[..., Any]:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
@@ -90,13 +92,13 @@ def resolve_function(module_name, function_name):
     except BaseException as error:  # noqa: BLE001 - the agent's own code: whatever its import raises
         traceback.print_exc()
         raise HttpError(400, f"could not import module '{module_name}': {type(error).__name__}: {error}") from None
-    function = getattr(module, function_name, None) if function_name.isidentifier() else None
+    function: object = getattr(module, function_name, None) if function_name.isidentifier() else None
     if not callable(function):
         raise HttpError(400, f"no function '{function_name}' in module '{module_name}'")
     return function
 
 
-def parse_call(body):
+def parse_call(body: object) -> tuple[str, str, dict[str, Any]]:
     if not isinstance(body, dict):
         raise HttpError(400, "invalid JSON body")
     module, function, args = body.get("module"), body.get("function"), body.get("args")
@@ -121,8 +123,9 @@ class ToolRunnerHandler(BaseHTTPRequestHandler):
     timeout = 60  # a client that stops sending mid-body must not hold a thread for ever
     server: ToolRunnerServer
 
-    def dispatch(self):
-        routes = {"/healthz": {"GET": self.healthz}, "/call": {"POST": self.call}}
+    def dispatch(self) -> None:
+        routes: dict[str, dict[str, Callable[[], tuple[int, dict[str, Any]]]]] = {
+            "/healthz": {"GET": self.healthz}, "/call": {"POST": self.call}}
         methods = routes.get(self.path.split("?", 1)[0])
         try:
             # Before anything else, the body included: a refused caller must not spend the pod's call.
@@ -144,15 +147,15 @@ class ToolRunnerHandler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = dispatch
 
-    def healthz(self):
+    def healthz(self) -> tuple[int, dict[str, Any]]:
         return 200, {"status": "ok"}
 
-    def call(self):
+    def call(self) -> tuple[int, dict[str, Any]]:
         module, function, args = parse_call(self.read_json_body())
         self.server.tool_call.claim()
         return 200, self.server.tool_call.run(module, function, args)
 
-    def read_json_body(self):
+    def read_json_body(self) -> Any:
         try:
             length = int(self.headers.get("Content-Length", "0"))
         except ValueError:
@@ -165,7 +168,7 @@ class ToolRunnerHandler(BaseHTTPRequestHandler):
         except ValueError:
             raise HttpError(400, "invalid JSON body") from None
 
-    def send_json(self, status, body):
+    def send_json(self, status: int, body: Any) -> None:
         payload = json.dumps(body).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -178,12 +181,12 @@ class ToolRunnerHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def log_message(self, format, *args):
+    def log_message(self, format: str, *args: Any) -> None:
         if not self.path.startswith("/healthz"):  # the readiness probe would drown the log
             super().log_message(format, *args)
 
 
-def preload(module_name):
+def preload(module_name: str) -> None:
     """Imports the module a call will most likely name before the pod reports ready (sandboxd asks for it
     on warm tool pods, which wait for a call anyway): the call then finds it imported. A module that fails
     to import is reported here and left for the call, which imports it again and answers with the error."""
@@ -197,7 +200,7 @@ def preload(module_name):
         traceback.print_exc()
 
 
-def main():
+def main() -> None:
     # Before the agent's module is imported (its code runs from then on, in this process): the
     # secret leaves the environment (tool code and the programs it starts find none; a tool can
     # still reach this process's memory, but the secret only opens this one-call pod, whose call

@@ -239,7 +239,7 @@ def test_arguments_that_are_not_json_are_refused_before_any_call(sandboxd):
     with pytest.raises(TypeError, match="tool 'add': argument 'a' does not travel as JSON .*set is not JSON"):
         relocation.relocate(agent.add)({1}, 2)
     with pytest.raises(TypeError, match="missing a required argument: 'b'"):
-        relocation.relocate(agent.add)(1)
+        relocation.relocate(agent.add)(1)  # type: ignore[call-arg]  # the wrong call is the test
     assert sandboxd.calls == []
 
 
@@ -295,7 +295,8 @@ def test_429_beyond_a_short_wait_raises_with_retry_after(sandboxd):
 def test_retry_after_as_an_http_date():
     future = time.time() + 10
     header = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(future))
-    assert 8 <= tool_call.parse_retry_after(header) <= 10
+    wait_s = tool_call.parse_retry_after(header)
+    assert wait_s is not None and 8 <= wait_s <= 10
     assert tool_call.parse_retry_after("soon") is None
 
 

@@ -52,6 +52,8 @@ def test_the_client_is_the_installed_package_with_no_dependencies():
     assert importlib.metadata.requires("crusoe-adk") == ['google-adk>=2.13; extra == "adk"']
     files = {str(path) for path in importlib.metadata.files("crusoe-adk") or []}
     assert {"crusoe_adk/toolrunner.py", "crusoe_adk/relocation.py", "crusoe_core/adapter.py"} <= files
+    # PEP 561: the type hints ship with it, for the agent author's type checker.
+    assert {"crusoe_adk/py.typed", "crusoe_core/py.typed"} <= files
 
 
 # ---- the same declarations ----
