@@ -28,9 +28,10 @@ build: ## compile the service (jar + libs) without running tests
 format: ## fix what the formatter check reports (spotless:apply on every Java module)
 	$(MVN) spotless:apply
 
-verify: ## the fast lane, no cluster: commit subjects, generated docs fresh, the formatter check and every unit test
+verify: ## the fast lane, no cluster: commit subjects, generated docs fresh, the Python linters, the formatter check and every unit test
 	bash .ci/commit-subjects.sh
 	bash charts/helm-docs.sh --check
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit-test
 
 lint: ## ruff and mypy on toolrunner/, configured in its pyproject.toml (their venv: /var/cache/sandboxd/lint-venv, made once)
