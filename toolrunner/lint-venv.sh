@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The virtualenv of the Python linters (make lint, which make verify runs): ruff and mypy from PyPI,
 # exactly as pinned in lint-requirements.txt. A tool of the developer's machine, never part of an image.
-# Created once (about 120 MB, some 10 s from PyPI), reused while lint-requirements.txt is unchanged;
+# Created once (about 130 MB, some 15 s from PyPI), reused while lint-requirements.txt is unchanged;
 # no root needed when SANDBOXD_CACHE is writable. Prints the venv's python (`$python -m ruff`, `-m mypy`).
 #   LINT_VENV    where (default $SANDBOXD_CACHE/lint-venv, i.e. /var/cache/sandboxd/lint-venv)
 #   LINT_PYTHON  the interpreter that creates it (default python3; 3.11+)
