@@ -54,7 +54,7 @@ final class IdlePodCleaner {
             Instant lastUsed = PodStates.lastUsedAt(pod);
             if (lastUsed.plus(limits.sessionIdleAfter()).isBefore(now)) {
                 expire(pod, "idle since " + lastUsed);
-            } else if (SessionPods.pastLifetime(pod, limits.sessionMaxLifetime(), now)
+            } else if (PoolMarks.pastLifetime(pod, limits.sessionMaxLifetime(), now)
                     && lastUsed.plus(limits.orphanedClaimAfter()).isBefore(now)) {
                 // Past its lifetime no run starts on it; one that started before has ended by now.
                 expire(pod, "started " + PodStates.claimedAt(pod) + ", past its lifetime of "

@@ -123,8 +123,7 @@ public final class PoolCounters {
                         ? 1 : 0;
             } else if (PodStates.isPoolPod(pod)
                     && SandboxLabels.STATE_CLAIMED.equals(PodStates.labels(pod).get(SandboxLabels.STATE))
-                    && !String.valueOf(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY))
-                            .endsWith(PoolReconciler.TRIM_CLAIM)) {
+                    && !PoolMarks.takenByLeader(pod)) {
                 count++;
             }
         }

@@ -15,12 +15,19 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
  * The states sandboxd writes onto a pool pod, in one place: {@code warm} (created so) → {@code reserved} (held by one
  * replica for its next request; may be passed on to a replica that asks for it) → {@code claimed} (handed to a
  * request) → deleted; onto a warm tool pod (D9) the same as onto a pool pod; and onto a D4 session pod: {@code used} at each run → {@code expiring} → deleted. Every write carries the pod's
- * resourceVersion (see {@link PodWrites#updateIfUnchanged}), so the API server decides every race.
+ * resourceVersion (see {@link PodWrites#updateIfUnchanged}), so the API server decides every race. What those who
+ * hand pods out and the leader both read from these marks is read here too: who holds a reservation, whether the
+ * leader took a pod, whether a session has lived its longest.
  */
 final class PoolMarks {
 
     /** The {@code claimed-by} suffix of a reservation: {@code <replica-id>/reserved}. */
     static final String RESERVED_SUFFIX = "/reserved";
+    /**
+     * The {@code claimed-by} suffix of a warm pod the leader takes to delete it (to trim the pool, or to replace it),
+     * not for a run: {@code <replica-id>/pool-trim}.
+     */
+    static final String TRIM_SUFFIX = "/pool-trim";
 
     private PoolMarks() {
     }
@@ -181,6 +188,24 @@ final class PoolMarks {
     static boolean reservedBy(Pod pod, String replicaId) {
         return PodStates.isLabelledReserved(pod)
                 && (replicaId + RESERVED_SUFFIX).equals(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY));
+    }
+
+    /**
+     * @param pod a pool pod in state {@code claimed}
+     * @return whether the leader took it to delete it ({@link #TRIM_SUFFIX}), not a run
+     */
+    static boolean takenByLeader(Pod pod) {
+        return String.valueOf(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY)).endsWith(TRIM_SUFFIX);
+    }
+
+    /**
+     * @param pod         a session pod
+     * @param maxLifetime a session's longest life
+     * @param now         now
+     * @return whether the session has lived its longest (counted from its pod's {@code claimed-at})
+     */
+    static boolean pastLifetime(Pod pod, Duration maxLifetime, Instant now) {
+        return PodStates.claimedAt(pod).plus(maxLifetime).isBefore(now);
     }
 
     /**

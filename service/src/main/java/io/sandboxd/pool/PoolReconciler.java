@@ -49,8 +49,6 @@ public final class PoolReconciler implements AutoCloseable {
     private static final Duration PERIOD = Duration.ofSeconds(5);
     private static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
     private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
-    /** The {@code claimed-by} suffix of a warm pod the leader takes to trim the pool (not a run). */
-    static final String TRIM_CLAIM = "/pool-trim";
     private static final Duration FIXED_POOL_SHRINK_AFTER = Duration.ofMinutes(5);
     /** A pod created by the leader that has not become ready after this long is no longer timed. */
     private static final Duration START_TIMING_EXPIRY = Duration.ofMinutes(10);
@@ -330,7 +328,7 @@ public final class PoolReconciler implements AutoCloseable {
 
     private static boolean takenByRun(Pod pod) {
         return SandboxLabels.STATE_CLAIMED.equals(PodStates.labels(pod).get(SandboxLabels.STATE))
-                && !String.valueOf(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY)).endsWith(TRIM_CLAIM);
+                && !PoolMarks.takenByLeader(pod);
     }
 
     /** Publishes the leader's figures for every replica's {@code GET /v1/pool} and metrics. */
@@ -460,7 +458,7 @@ public final class PoolReconciler implements AutoCloseable {
 
     /** Claims a warm pod first (so that no request takes it meanwhile), then deletes it. */
     private void takeAndDelete(Pod pod, String why) {
-        Pod taken = PoolMarks.claimed(pod, replicaId + TRIM_CLAIM, clock.instant(), null);
+        Pod taken = PoolMarks.claimed(pod, replicaId + PoolMarks.TRIM_SUFFIX, clock.instant(), null);
         if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
             removedByLeader.add(pod.getMetadata().getName());
             LOGGER.info(why + pod.getMetadata().getName());

@@ -253,17 +253,7 @@ public final class SessionPods {
         return !PodStates.isDeleting(pod) && !PodStates.isTerminal(pod)
                 && hash.equals(PodStates.labels(pod).get(SandboxLabels.SESSION))
                 && !PodStates.annotations(pod).containsKey(SandboxLabels.EXPIRING)
-                && !pastLifetime(pod, bounds.maxLifetime(), clock.instant());
-    }
-
-    /**
-     * @param pod         a session pod
-     * @param maxLifetime a session's longest life
-     * @param now         now
-     * @return whether the session has lived its longest (counted from its pod's {@code claimed-at})
-     */
-    static boolean pastLifetime(Pod pod, Duration maxLifetime, Instant now) {
-        return PodStates.claimedAt(pod).plus(maxLifetime).isBefore(now);
+                && !PoolMarks.pastLifetime(pod, bounds.maxLifetime(), clock.instant());
     }
 
     /**

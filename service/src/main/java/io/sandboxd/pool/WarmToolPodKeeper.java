@@ -165,7 +165,7 @@ final class WarmToolPodKeeper {
 
     /** Claims a warm pod first (so that no call takes it meanwhile), then deletes it. */
     private void takeAndDelete(Pod pod, String why) {
-        Pod taken = PoolMarks.claimed(pod, replicaId + PoolReconciler.TRIM_CLAIM, clock.instant(), null);
+        Pod taken = PoolMarks.claimed(pod, replicaId + PoolMarks.TRIM_SUFFIX, clock.instant(), null);
         if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
             LOGGER.info(why + pod.getMetadata().getName());
             writes.delete(pod.getMetadata().getName());

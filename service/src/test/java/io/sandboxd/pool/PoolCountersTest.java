@@ -228,7 +228,7 @@ class PoolCountersTest {
         Pod warm = pod("warm");
         Pod reserved = PoolMarks.reserved(pod("reserved"), "replica-a", now.plusSeconds(100));
         Pod running = PoolMarks.claimed(pod("running"), "replica-a/req-1", now, "proj");
-        Pod trimmed = PoolMarks.claimed(pod("trimmed"), "replica-a" + PoolReconciler.TRIM_CLAIM, now, null);
+        Pod trimmed = PoolMarks.claimed(pod("trimmed"), "replica-a" + PoolMarks.TRIM_SUFFIX, now, null);
         Pod deleting = new PodBuilder(PoolMarks.claimed(pod("deleting"), "replica-b/req-2", now, "proj"))
                 .editMetadata().withDeletionTimestamp(now.toString()).endMetadata().build();
         Pod finished = new PodBuilder(PoolMarks.claimed(pod("finished"), "replica-b/req-3", now, "proj"))
