@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.control;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -22,6 +22,9 @@ import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.pool.PoolCounters;
+import io.sandboxd.pool.PoolMarks;
+import io.sandboxd.pool.PoolRecord;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClientException;

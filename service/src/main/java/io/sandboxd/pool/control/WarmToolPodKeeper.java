@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.control;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -15,6 +15,7 @@ import io.sandboxd.config.WarmToolImage;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.pool.PoolMarks;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClientException;

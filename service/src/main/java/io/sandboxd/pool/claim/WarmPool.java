@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -14,6 +14,7 @@ import io.sandboxd.failure.Failure;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
+import io.sandboxd.pool.PoolMarks;
 
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -24,7 +25,8 @@ import io.fabric8.kubernetes.api.model.Pod;
  * resourceVersion), so of several replicas racing for one pod exactly one wins; the others get 409 and try another
  * pod. With neither, a request waits, woken by informer events, up to its limit, and asks a replica that holds idle
  * reservations to pass one on. Creating and deleting pool pods is
- * the {@link PoolReconciler}'s job, except that the request that used a pod deletes it.
+ * the leader's job ({@link io.sandboxd.pool.control.PoolReconciler}), except that the request that used a pod deletes
+ * it.
  *
  * <p>Requests of this replica take pods in turn, in a {@link FairQueue}: round-robin across projects, so one
  * project's burst of waiting requests does not make another project's requests wait behind it.

@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -24,6 +24,8 @@ import io.sandboxd.limits.ProjectLimit;
 import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
+import io.sandboxd.pool.PoolCounters;
+import io.sandboxd.pool.PoolMarks;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -40,7 +42,7 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * replicas; a new session beyond that is refused with 429 naming {@code limits.perProject.sessions}); a session takes
  * no run once it is {@link Bounds#maxLifetime} old (counted from its pod's {@code claimed-at}): the next run of that
  * session id deletes the old pod and starts a fresh session, as after the idle timeout, and the leader deletes an old
- * pod nobody uses ({@link PoolReconciler}).
+ * pod nobody uses ({@link io.sandboxd.pool.control.PoolReconciler}).
  */
 public final class SessionPods {
 
