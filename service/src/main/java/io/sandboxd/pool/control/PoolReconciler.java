@@ -10,12 +10,13 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
 
 import io.sandboxd.config.DeadlineBudget;
 import io.sandboxd.config.WarmToolImage;
 import io.sandboxd.kube.CoalescedPasses;
+import io.sandboxd.kube.ExponentialBackoff;
+import io.sandboxd.kube.PendingCreates;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
@@ -50,8 +51,11 @@ public final class PoolReconciler implements AutoCloseable {
 
     private static final Logger LOGGER = Logger.getLogger(PoolReconciler.class.getName());
     private static final Duration PERIOD = Duration.ofSeconds(5);
-    private static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
-    private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
+    /** A create the informer has not shown after this long no longer counts (pool pods and warm tool pods alike). */
+    static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
+    /** The wait after a failed create: this long, doubled after each failure since, at most {@link #LONGEST_RETRY}. */
+    static final Duration FIRST_RETRY = Duration.ofSeconds(2);
+    static final Duration LONGEST_RETRY = Duration.ofSeconds(60);
     private static final Duration FIXED_POOL_SHRINK_AFTER = Duration.ofMinutes(5);
     /** A pod created by the leader that has not become ready after this long is no longer timed. */
     private static final Duration START_TIMING_EXPIRY = Duration.ofMinutes(10);
@@ -122,10 +126,10 @@ public final class PoolReconciler implements AutoCloseable {
     private PoolRecord.Demand lastPublished;
     private Instant lastPublishedAt = Instant.MIN;
     private final CoalescedPasses passes;
-    private final Map<String, Instant> pendingCreates = new ConcurrentHashMap<>();
+    /** Pool pods created that the informer has not shown yet, by the revision of the spec they were made from. */
+    private final PendingCreates<String> pendingCreates = new PendingCreates<>(PENDING_CREATE_EXPIRY);
+    private final ExponentialBackoff createBackoff = new ExponentialBackoff(FIRST_RETRY, LONGEST_RETRY);
     private volatile boolean leading;
-    private Duration backoff = Duration.ZERO;
-    private Instant nextCreateAllowed = Instant.MIN;
 
     /**
      * @param snippets  snippet pod informer
@@ -241,8 +245,8 @@ public final class PoolReconciler implements AutoCloseable {
         deleteFinished(pods.finished());
         deleteLapsedReservations(pods.lapsed(), now);
         deleteOrphanedClaims(pods.orphaned());
-        forgetCreatesSeen(pods.seen(), now);
-        int have = pods.unclaimed().size() + pendingCreates.size();
+        pendingCreates.forgetShownOrExpired(pods.seen()::contains, now);
+        int have = pods.unclaimed().size() + pendingCreates.count();
         if (have < target) {
             refill(target - have, now);
         } else if (pods.unclaimed().size() > target) {
@@ -384,12 +388,6 @@ public final class PoolReconciler implements AutoCloseable {
         }
     }
 
-    /** Creates the informer has shown count as pods from now on; a create never shown is forgotten after a while. */
-    private void forgetCreatesSeen(Set<String> seen, Instant now) {
-        pendingCreates.keySet().removeIf(seen::contains);
-        pendingCreates.values().removeIf(at -> at.plus(PENDING_CREATE_EXPIRY).isBefore(now));
-    }
-
     private void replaceOutdated(List<Pod> outdated) {
         for (Pod pod : outdated) {
             takeAndDelete(pod, "built from an earlier pod spec (revision " + PodStates.labels(pod)
@@ -426,22 +424,20 @@ public final class PoolReconciler implements AutoCloseable {
     }
 
     private void refill(int missing, Instant now) {
-        if (now.isBefore(nextCreateAllowed)) {
+        if (!createBackoff.allows(now)) {
             return;
         }
         for (int i = 0; i < missing; i++) {
             try {
                 Pod created = writes.create(spec.poolPod());
-                pendingCreates.put(created.getMetadata().getName(), now);
+                pendingCreates.created(created.getMetadata().getName(), spec.revision(), now);
                 starting.put(created.getMetadata().getName(), now);
                 counters.podCreated();
-                backoff = Duration.ZERO;
+                createBackoff.succeeded();
                 LOGGER.fine(() -> "created pool pod " + created.getMetadata().getName());
             } catch (KubernetesClientException e) {
-                backoff = backoff.isZero() ? Duration.ofSeconds(2)
-                        : (backoff.multipliedBy(2).compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : backoff.multipliedBy(2));
-                nextCreateAllowed = now.plus(backoff);
-                LOGGER.warning("could not create a pool pod (retrying in " + backoff.toSeconds() + "s): "
+                Duration retryIn = createBackoff.failed(now);
+                LOGGER.warning("could not create a pool pod (retrying in " + retryIn.toSeconds() + "s): "
                                        + PodWrites.describe(e));
                 return;
             }

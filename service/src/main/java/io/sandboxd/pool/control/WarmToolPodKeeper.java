@@ -8,10 +8,11 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
 
 import io.sandboxd.config.WarmToolImage;
+import io.sandboxd.kube.ExponentialBackoff;
+import io.sandboxd.kube.PendingCreates;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.ToolPodSpec;
@@ -31,8 +32,6 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 final class WarmToolPodKeeper {
 
     private static final Logger LOGGER = Logger.getLogger(WarmToolPodKeeper.class.getName());
-    private static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
-    private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
 
     /** Keeps none: no image listed. */
     static final WarmToolPodKeeper NONE = new WarmToolPodKeeper(null, null, List.of(), Duration.ZERO, "",
@@ -44,10 +43,10 @@ final class WarmToolPodKeeper {
     private final Duration lapseGrace;
     private final String replicaId;
     private final Clock clock;
-    /** Pods created and not yet seen in the informer, by name; a create never shown is forgotten after a while. */
-    private final Map<String, PendingCreate> pendingCreates = new ConcurrentHashMap<>();
-    private Duration backoff = Duration.ZERO;
-    private Instant nextCreateAllowed = Instant.MIN;
+    /** Warm tool pods created that the informer has not shown yet, by image (the snippet pool's bounds). */
+    private final PendingCreates<String> pendingCreates = new PendingCreates<>(PoolReconciler.PENDING_CREATE_EXPIRY);
+    private final ExponentialBackoff createBackoff = new ExponentialBackoff(PoolReconciler.FIRST_RETRY,
+                                                                            PoolReconciler.LONGEST_RETRY);
 
     /**
      * @param writes    pod writes
@@ -107,22 +106,15 @@ final class WarmToolPodKeeper {
                 unused.merge(image, 1, Integer::sum);
             }
         }
-        pendingCreates.keySet().removeIf(seen::contains);
-        pendingCreates.values().removeIf(create -> create.at().plus(PENDING_CREATE_EXPIRY).isBefore(now));
-        for (PendingCreate create : pendingCreates.values()) {
-            unused.merge(create.image(), 1, Integer::sum);
-        }
+        pendingCreates.forgetShownOrExpired(seen::contains, now);
         for (WarmToolImage listed : images) {
-            int missing = listed.pods() - unused.getOrDefault(listed.image(), 0);
+            int missing = listed.pods() - unused.getOrDefault(listed.image(), 0) - pendingCreates.count(listed.image());
             for (int i = 0; i < missing; i++) {
                 if (!create(listed.image(), now)) {
                     return;
                 }
             }
         }
-    }
-
-    private record PendingCreate(String image, Instant at) {
     }
 
     /** A reservation past its end (with room for clock skew between replicas): its holder is gone. */
@@ -145,20 +137,18 @@ final class WarmToolPodKeeper {
     }
 
     private boolean create(String image, Instant now) {
-        if (now.isBefore(nextCreateAllowed)) {
+        if (!createBackoff.allows(now)) {
             return false;
         }
         try {
             Pod created = writes.create(spec.warmPod(image));
-            pendingCreates.put(created.getMetadata().getName(), new PendingCreate(image, now));
-            backoff = Duration.ZERO;
+            pendingCreates.created(created.getMetadata().getName(), image, now);
+            createBackoff.succeeded();
             LOGGER.fine(() -> "created warm tool pod " + created.getMetadata().getName() + " of " + image);
             return true;
         } catch (KubernetesClientException e) {
-            backoff = backoff.isZero() ? Duration.ofSeconds(2)
-                    : (backoff.multipliedBy(2).compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : backoff.multipliedBy(2));
-            nextCreateAllowed = now.plus(backoff);
-            LOGGER.warning("could not create a warm tool pod of " + image + " (retrying in " + backoff.toSeconds()
+            Duration retryIn = createBackoff.failed(now);
+            LOGGER.warning("could not create a warm tool pod of " + image + " (retrying in " + retryIn.toSeconds()
                                    + "s): " + PodWrites.describe(e));
             return false;
         }

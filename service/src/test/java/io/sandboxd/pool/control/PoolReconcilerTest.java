@@ -24,6 +24,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -42,6 +43,7 @@ class PoolReconcilerTest {
     static final String NS = "cai-sandbox";
 
     KubernetesClient client;
+    KubernetesMockServer server;
     private final List<PodCache> caches = new ArrayList<>();
 
     @AfterEach
@@ -119,6 +121,37 @@ class PoolReconcilerTest {
                            Duration.ofSeconds(5));
             assertEquals(3, snippetPods().size());
             assertEquals(4, counters.createdTotal());
+        } finally {
+            reconciler.close();
+        }
+    }
+
+    /** The API server refuses a create (a full quota, say): the leader waits 2 s, then 4, ... before it tries again. */
+    @Test
+    void aRefusedCreateIsTriedAgainOnlyAfterItsBackoff() throws Exception {
+        PodCache snippets = cache();
+        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
+        caches.add(tools);
+        awaitSynced(snippets);
+        awaitSynced(tools);
+        MovableClock clock = new MovableClock();
+        PoolReconciler reconciler = reconciler(snippets, tools, 2, clock);
+        try {
+            server.expect().post().withPath("/api/v1/namespaces/" + NS + "/pods")
+                    .andReturn(403, "exceeded quota").times(2);
+            reconciler.leading(true);
+            reconciler.reconcile();
+            clock.advance(Duration.ofMillis(1999));
+            reconciler.reconcile();
+            assertEquals(0, snippetPods().size());
+            clock.advance(Duration.ofMillis(1));
+            reconciler.reconcile(); // 2 s after the first refusal: tried again, refused again
+            clock.advance(Duration.ofMillis(3999));
+            reconciler.reconcile();
+            assertEquals(0, snippetPods().size(), "the second refusal waits 4 s");
+            clock.advance(Duration.ofMillis(1));
+            reconciler.reconcile();
+            assertEquals(2, snippetPods().size(), "4 s after the second refusal the pool is filled");
         } finally {
             reconciler.close();
         }

@@ -22,6 +22,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -44,6 +45,7 @@ class WarmToolPodKeeperTest {
     static final PoolTimes TIMES = PoolTimes.forTools(TestSettings.BUDGET, 120);
 
     KubernetesClient client;
+    KubernetesMockServer server;
     private PodCache tools;
     private PodWrites writes;
     private ToolPodSpec spec;
@@ -84,6 +86,20 @@ class WarmToolPodKeeperTest {
         keeper.keep(tools.pods(), Instant.now());
         assertEquals(3, imagesOf(IMAGE), "two warm and the claimed one");
         assertNotNull(client.pods().inNamespace(NS).withName(taken.name()).get(), "the call's pod is left alone");
+    }
+
+    /** As the snippet pool's leader: a refused create is tried again 2 s later, not on the next pass. */
+    @Test
+    void aRefusedCreateIsTriedAgainOnlyAfterItsBackoff() {
+        WarmToolPodKeeper keeper = new WarmToolPodKeeper(writes, spec, List.of(new WarmToolImage(IMAGE, 2)),
+                                                         Duration.ofSeconds(30), "leader", Clock.systemUTC());
+        server.expect().post().withPath("/api/v1/namespaces/" + NS + "/pods").andReturn(403, "exceeded quota").once();
+        Instant refused = Instant.now();
+        keeper.keep(tools.pods(), refused);
+        keeper.keep(tools.pods(), refused.plusMillis(1999));
+        assertEquals(0, imagesOf(IMAGE));
+        keeper.keep(tools.pods(), refused.plusSeconds(2));
+        assertEquals(2, imagesOf(IMAGE));
     }
 
     @Test
