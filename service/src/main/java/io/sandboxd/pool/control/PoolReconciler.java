@@ -115,6 +115,7 @@ public final class PoolReconciler implements AutoCloseable {
     private final Clock clock;
 
     private final IdlePodCleaner cleaner;
+    private final ReservationLapse lapse;
     private final WarmToolPodKeeper warmToolPods;
     private final PoolDemand demand;
     /** Unused pool pods of the last pass: one gone from the pool since was taken by a run, unless the leader took it. */
@@ -179,6 +180,7 @@ public final class PoolReconciler implements AutoCloseable {
         this.replicaId = replicaId;
         this.clock = clock;
         this.cleaner = new IdlePodCleaner(writes, limits, clock);
+        this.lapse = new ReservationLapse(writes, limits.reservationLapseGrace());
         this.demand = new PoolDemand(limits.target(), limits.poolMax(), limits.shrinkAfter());
         this.passes = new CoalescedPasses("pool-reconciler", this::reconcile);
     }
@@ -278,7 +280,7 @@ public final class PoolReconciler implements AutoCloseable {
                 if (unused(pod) || orphanedClaim(pod, now)) {
                     sorted.finished().add(pod);
                 }
-            } else if (PodStates.isLabelledReserved(pod) && lapsed(pod, now)) {
+            } else if (PodStates.isLabelledReserved(pod) && lapse.lapsed(pod, now)) {
                 sorted.lapsed().add(pod);
             } else if (unused(pod)) {
                 if (spec.isCurrent(pod)) {
@@ -370,7 +372,7 @@ public final class PoolReconciler implements AutoCloseable {
             String name = pod.getMetadata().getName();
             // Confirmed on the API server's copy first; if renewed meanwhile (the cache lags) or not readable
             // now, it is left out of this pass and looked at again in the next.
-            if (lapsedOnServer(name, now)) {
+            if (lapse.confirmed(name, now).isPresent()) {
                 removedByLeader.add(name);
                 LOGGER.warning("pool pod " + name + " reserved by " + PodStates.annotations(pod)
                         .get(SandboxLabels.CLAIMED_BY) + " until " + PodStates.reservedUntil(pod)
@@ -400,24 +402,6 @@ public final class PoolReconciler implements AutoCloseable {
         return PodStates.isLabelledWarm(pod) || PodStates.isLabelledReserved(pod);
     }
 
-    /** A reservation past its end (with room for clock skew between replicas): its holder is gone. */
-    private boolean lapsed(Pod pod, Instant now) {
-        return PodStates.reservedUntil(pod).plus(limits.reservationLapseGrace()).isBefore(now);
-    }
-
-    /**
-     * The informer's copy may lag (its watch re-established after an API-server outage, say) while the holder renewed
-     * the reservation: a lapse is confirmed on the API server's own copy before the pod is deleted.
-     */
-    private boolean lapsedOnServer(String name, Instant now) {
-        try {
-            Pod fresh = writes.fetch(name);
-            return fresh != null && PodStates.isLabelledReserved(fresh) && lapsed(fresh, now);
-        } catch (KubernetesClientException e) {
-            LOGGER.fine(() -> "could not read pod " + name + " to confirm its lapse: " + PodWrites.describe(e));
-            return false;
-        }
-    }
 
     private boolean orphanedClaim(Pod pod, Instant now) {
         return PodStates.claimedAt(pod).plus(limits.orphanedClaimAfter()).isBefore(now);

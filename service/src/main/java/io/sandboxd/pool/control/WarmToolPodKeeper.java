@@ -15,6 +15,7 @@ import io.sandboxd.kube.ExponentialBackoff;
 import io.sandboxd.kube.PendingCreates;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
+import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.pool.PoolMarks;
 
@@ -40,7 +41,7 @@ final class WarmToolPodKeeper {
     private final PodWrites writes;
     private final ToolPodSpec spec;
     private final List<WarmToolImage> images;
-    private final Duration lapseGrace;
+    private final ReservationLapse lapse;
     private final String replicaId;
     private final Clock clock;
     /** Warm tool pods created that the informer has not shown yet, by image (the snippet pool's bounds). */
@@ -61,7 +62,7 @@ final class WarmToolPodKeeper {
         this.writes = writes;
         this.spec = spec;
         this.images = List.copyOf(images);
-        this.lapseGrace = lapseGrace;
+        this.lapse = new ReservationLapse(writes, lapseGrace);
         this.replicaId = replicaId;
         this.clock = clock;
     }
@@ -87,7 +88,7 @@ final class WarmToolPodKeeper {
             String image = ToolPodSpec.imageOf(pod);
             if (reserved) {
                 // A replica holds it for its next call; counted, unless its holder is gone (the reservation lapsed).
-                if (lapsed(pod, now)) {
+                if (lapse.lapsed(pod, now)) {
                     deleteIfLapsedOnServer(pod.getMetadata().getName(), now);
                 } else if (spec.isCurrentWarmPod(pod)) {
                     unused.merge(image, 1, Integer::sum);
@@ -117,23 +118,13 @@ final class WarmToolPodKeeper {
         }
     }
 
-    /** A reservation past its end (with room for clock skew between replicas): its holder is gone. */
-    private boolean lapsed(Pod pod, Instant now) {
-        return PodStates.reservedUntil(pod).plus(lapseGrace).isBefore(now);
-    }
-
     /** Confirmed on the API server's copy first (the cache may lag a renewal), as the snippet pool's leader does. */
     private void deleteIfLapsedOnServer(String name, Instant now) {
-        try {
-            Pod fresh = writes.fetch(name);
-            if (fresh != null && PodStates.isLabelledReserved(fresh) && lapsed(fresh, now)) {
-                LOGGER.warning("warm tool pod " + name + " reserved by " + PodStates.annotations(fresh)
-                        .get(io.sandboxd.pods.SandboxLabels.CLAIMED_BY) + " was never used or renewed; deleting");
-                writes.delete(name);
-            }
-        } catch (KubernetesClientException e) {
-            LOGGER.fine(() -> "could not read pod " + name + " to confirm its lapse: " + PodWrites.describe(e));
-        }
+        lapse.confirmed(name, now).ifPresent(fresh -> {
+            LOGGER.warning("warm tool pod " + name + " reserved by " + PodStates.annotations(fresh)
+                    .get(SandboxLabels.CLAIMED_BY) + " was never used or renewed; deleting");
+            writes.delete(name);
+        });
     }
 
     private boolean create(String image, Instant now) {

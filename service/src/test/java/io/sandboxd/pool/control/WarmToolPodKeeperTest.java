@@ -14,6 +14,7 @@ import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.pool.PoolMarks;
 import io.sandboxd.pool.claim.ClaimedPod;
 import io.sandboxd.pool.claim.PoolTimes;
 import io.sandboxd.pool.claim.WarmToolPods;
@@ -29,6 +30,7 @@ import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -88,6 +90,22 @@ class WarmToolPodKeeperTest {
         assertNotNull(client.pods().inNamespace(NS).withName(taken.name()).get(), "the call's pod is left alone");
     }
 
+    /** As the snippet pool's leader: a reservation whose holder is gone is deleted, one still held is counted. */
+    @Test
+    void aLapsedReservationIsDeletedAndALiveOneCounted() throws Exception {
+        Instant now = Instant.now();
+        Pod live = readyWarmPod(spec.warmPod(IMAGE));
+        Pod dead = readyWarmPod(spec.warmPod(IMAGE));
+        reserve(live, "replica-2", now.plusSeconds(100));
+        reserve(dead, "replica-gone", now.minusSeconds(31));
+        WarmToolPodKeeper keeper = new WarmToolPodKeeper(writes, spec, List.of(new WarmToolImage(IMAGE, 2)),
+                                                         Duration.ofSeconds(30), "leader", Clock.systemUTC());
+        keeper.keep(tools.pods(), now);
+        assertNull(client.pods().inNamespace(NS).withName(dead.getMetadata().getName()).get(), "lapsed: deleted");
+        assertNotNull(client.pods().inNamespace(NS).withName(live.getMetadata().getName()).get());
+        assertEquals(2, imagesOf(IMAGE), "the live reservation counts: one created to make up the two");
+    }
+
     /** As the snippet pool's leader: a refused create is tried again 2 s later, not on the next pass. */
     @Test
     void aRefusedCreateIsTriedAgainOnlyAfterItsBackoff() {
@@ -142,6 +160,14 @@ class WarmToolPodKeeperTest {
         } catch (InterruptedException e) {
             throw new AssertionError(e);
         }
+    }
+
+    /** Stores the pod reserved by {@code holder} until {@code until}, and waits until the informer shows it. */
+    private void reserve(Pod pod, String holder, Instant until) throws InterruptedException {
+        Pod stored = client.pods().inNamespace(NS).withName(pod.getMetadata().getName()).get();
+        client.pods().inNamespace(NS).resource(PoolMarks.reserved(stored, holder, until)).update();
+        assertTrue(tools.await(() -> tools.pod(pod.getMetadata().getName())
+                .filter(io.sandboxd.pods.PodStates::isLabelledReserved), Duration.ofSeconds(10)).isPresent());
     }
 
     private void readyWarmPodStatus(Pod pod) {
