@@ -17,8 +17,9 @@ import io.fabric8.kubernetes.api.model.Pod;
  * The counters of {@code GET /v1/pool}, pool-wide (D8): the same figures whichever replica answers.
  * {@code created_total} is kept in the cluster ({@link PoolRecord}); {@code in_flight} is read from the informer
  * cache of snippet pods, which every replica holds alike, not from a per-replica count. ({@code warm} is
- * {@link WarmPool#warmCount()}, from the same cache.) {@code target} and the pool's own figures are the leader's, as it
- * published them in the same ConfigMap ({@link PoolRecord.Demand}).
+ * {@link io.sandboxd.pool.claim.WarmPool#warmCount()}, from the same cache.) {@code target} and the pool's own figures
+ * are the leader's, as it published them in the same ConfigMap ({@link PoolRecord.Demand}). Both sides of the pool
+ * write here: whoever creates a snippet pod (the leader's {@code pool.control}, a session in {@code pool.claim}).
  */
 public final class PoolCounters {
 
@@ -50,7 +51,7 @@ public final class PoolCounters {
     }
 
     /** This replica created a snippet pod (pool or session pod). */
-    void podCreated() {
+    public void podCreated() {
         createdTotal.add(1);
     }
 
@@ -59,7 +60,7 @@ public final class PoolCounters {
      *
      * @param demand figures
      */
-    void publishDemand(PoolRecord.Demand demand) {
+    public void publishDemand(PoolRecord.Demand demand) {
         createdTotal.publish(demand);
     }
 
@@ -123,8 +124,7 @@ public final class PoolCounters {
                         ? 1 : 0;
             } else if (PodStates.isPoolPod(pod)
                     && SandboxLabels.STATE_CLAIMED.equals(PodStates.labels(pod).get(SandboxLabels.STATE))
-                    && !String.valueOf(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY))
-                            .endsWith(PoolReconciler.TRIM_CLAIM)) {
+                    && !PoolMarks.takenByLeader(pod)) {
                 count++;
             }
         }

@@ -15,12 +15,19 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
  * The states sandboxd writes onto a pool pod, in one place: {@code warm} (created so) → {@code reserved} (held by one
  * replica for its next request; may be passed on to a replica that asks for it) → {@code claimed} (handed to a
  * request) → deleted; onto a warm tool pod (D9) the same as onto a pool pod; and onto a D4 session pod: {@code used} at each run → {@code expiring} → deleted. Every write carries the pod's
- * resourceVersion (see {@link PodWrites#updateIfUnchanged}), so the API server decides every race.
+ * resourceVersion (see {@link PodWrites#updateIfUnchanged}), so the API server decides every race. What those who
+ * hand pods out and the leader both read from these marks is read here too: who holds a reservation, whether the
+ * leader took a pod, whether a session has lived its longest.
  */
-final class PoolMarks {
+public final class PoolMarks {
 
     /** The {@code claimed-by} suffix of a reservation: {@code <replica-id>/reserved}. */
     static final String RESERVED_SUFFIX = "/reserved";
+    /**
+     * The {@code claimed-by} suffix of a warm pod the leader takes to delete it (to trim the pool, or to replace it),
+     * not for a run: {@code <replica-id>/pool-trim}.
+     */
+    public static final String TRIM_SUFFIX = "/pool-trim";
 
     private PoolMarks() {
     }
@@ -31,7 +38,7 @@ final class PoolMarks {
      * @param until     end of the reservation
      * @return the pod reserved by {@code replicaId} until {@code until}
      */
-    static Pod reserved(Pod pod, String replicaId, Instant until) {
+    public static Pod reserved(Pod pod, String replicaId, Instant until) {
         return new PodBuilder(pod)
                 .editMetadata()
                     .addToLabels(SandboxLabels.STATE, SandboxLabels.STATE_RESERVED)
@@ -47,7 +54,7 @@ final class PoolMarks {
      * @param until     end of the reservation
      * @return the pod reserved by {@code to} instead, the request for it settled
      */
-    static Pod passedOn(Pod pod, String to, Instant until) {
+    public static Pod passedOn(Pod pod, String to, Instant until) {
         return new PodBuilder(reserved(pod, to, until))
                 .editMetadata()
                     .removeFromAnnotations(SandboxLabels.WANTED_BY)
@@ -62,7 +69,7 @@ final class PoolMarks {
      * @param at        time of asking
      * @return the pod with the request to pass it on
      */
-    static Pod wanted(Pod pod, String replicaId, Instant at) {
+    public static Pod wanted(Pod pod, String replicaId, Instant at) {
         return new PodBuilder(pod)
                 .editMetadata()
                     .addToAnnotations(SandboxLabels.WANTED_BY, replicaId)
@@ -78,7 +85,7 @@ final class PoolMarks {
      * @param within    how long an ask stands
      * @return the replica that asked for this pod within {@code within}, other than {@code replicaId}, if any
      */
-    static Optional<String> wantedByOther(Pod pod, String replicaId, Instant now, Duration within) {
+    public static Optional<String> wantedByOther(Pod pod, String replicaId, Instant now, Duration within) {
         String by = PodStates.annotations(pod).get(SandboxLabels.WANTED_BY);
         Optional<Instant> at = PodStates.parseTime(PodStates.annotations(pod).get(SandboxLabels.WANTED_AT));
         if (by == null || by.equals(replicaId) || at.isEmpty() || at.get().plus(within).isBefore(now)) {
@@ -95,7 +102,7 @@ final class PoolMarks {
      * @param runsAtMost how long the run may take: the pod's deadline ({@link #endingWithin})
      * @return the pod claimed
      */
-    static Pod claimed(Pod pod, String claimedBy, Instant at, String project, Duration runsAtMost) {
+    public static Pod claimed(Pod pod, String claimedBy, Instant at, String project, Duration runsAtMost) {
         return endingWithin(claimed(pod, claimedBy, at, project), at, runsAtMost);
     }
 
@@ -108,7 +115,7 @@ final class PoolMarks {
      * @param requestedAt when the request arrived (it may have waited for this pod since)
      * @return the pod claimed by a request that claimed it itself
      */
-    static Pod claimed(Pod pod, String claimedBy, Instant at, String project, Duration runsAtMost,
+    public static Pod claimed(Pod pod, String claimedBy, Instant at, String project, Duration runsAtMost,
                        Instant requestedAt) {
         return new PodBuilder(claimed(pod, claimedBy, at, project, runsAtMost))
                 .editMetadata().addToAnnotations(SandboxLabels.REQUESTED_AT, requestedAt.toString()).endMetadata()
@@ -141,7 +148,7 @@ final class PoolMarks {
      * @param project   caller's project, or {@code null} (pool trims)
      * @return the pod claimed (no deadline: for a pod deleted right after, as the pool's trims are)
      */
-    static Pod claimed(Pod pod, String claimedBy, Instant at, String project) {
+    public static Pod claimed(Pod pod, String claimedBy, Instant at, String project) {
         PodBuilder builder = new PodBuilder(pod)
                 .editMetadata()
                     .addToLabels(SandboxLabels.STATE, SandboxLabels.STATE_CLAIMED)
@@ -161,7 +168,7 @@ final class PoolMarks {
      * @param pod pod as last seen
      * @return the pod warm again, free for any replica
      */
-    static Pod warm(Pod pod) {
+    public static Pod warm(Pod pod) {
         return new PodBuilder(pod)
                 .editMetadata()
                     .addToLabels(SandboxLabels.STATE, SandboxLabels.STATE_WARM)
@@ -178,9 +185,27 @@ final class PoolMarks {
      * @param replicaId replica
      * @return whether the pod is reserved by that replica
      */
-    static boolean reservedBy(Pod pod, String replicaId) {
+    public static boolean reservedBy(Pod pod, String replicaId) {
         return PodStates.isLabelledReserved(pod)
                 && (replicaId + RESERVED_SUFFIX).equals(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY));
+    }
+
+    /**
+     * @param pod a pool pod in state {@code claimed}
+     * @return whether the leader took it to delete it ({@link #TRIM_SUFFIX}), not a run
+     */
+    public static boolean takenByLeader(Pod pod) {
+        return String.valueOf(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY)).endsWith(TRIM_SUFFIX);
+    }
+
+    /**
+     * @param pod         a session pod
+     * @param maxLifetime a session's longest life
+     * @param now         now
+     * @return whether the session has lived its longest (counted from its pod's {@code claimed-at})
+     */
+    public static boolean pastLifetime(Pod pod, Duration maxLifetime, Instant now) {
+        return PodStates.claimedAt(pod).plus(maxLifetime).isBefore(now);
     }
 
     /**
@@ -189,7 +214,7 @@ final class PoolMarks {
      * @return the session pod with this run recorded as its last use (what keeps it from the idle clean-up) and as
      *         under way (what {@code in_flight} counts)
      */
-    static Pod runStarted(Pod pod, Instant at) {
+    public static Pod runStarted(Pod pod, Instant at) {
         String millis = Long.toString(at.toEpochMilli());
         return new PodBuilder(pod)
                 .editMetadata()
@@ -204,7 +229,7 @@ final class PoolMarks {
      * @param at  now
      * @return the session pod with its run over: used now, no run under way
      */
-    static Pod runEnded(Pod pod, Instant at) {
+    public static Pod runEnded(Pod pod, Instant at) {
         return new PodBuilder(pod)
                 .editMetadata()
                     .addToAnnotations(SandboxLabels.LAST_USED_AT, Long.toString(at.toEpochMilli()))
@@ -218,7 +243,7 @@ final class PoolMarks {
      * @param at  now
      * @return the session pod marked as expiring: no run starts on it any more, and it is deleted
      */
-    static Pod expiring(Pod pod, Instant at) {
+    public static Pod expiring(Pod pod, Instant at) {
         return new PodBuilder(pod)
                 .editMetadata()
                     .addToAnnotations(SandboxLabels.EXPIRING, at.toString())

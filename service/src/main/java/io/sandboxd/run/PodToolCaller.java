@@ -15,8 +15,8 @@ import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 
 import io.sandboxd.pods.ToolPodSpec;
-import io.sandboxd.pool.ClaimedPod;
-import io.sandboxd.pool.WarmToolPods;
+import io.sandboxd.pool.claim.ClaimedPod;
+import io.sandboxd.pool.claim.WarmToolPods;
 import io.sandboxd.sandbox.PodCallFailed;
 import io.sandboxd.sandbox.ToolRunnerClient;
 import io.sandboxd.sandbox.ToolRunnerReply;

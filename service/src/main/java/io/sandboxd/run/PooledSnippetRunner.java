@@ -2,10 +2,10 @@ package io.sandboxd.run;
 
 import java.time.Duration;
 
-import io.sandboxd.pool.ClaimedPod;
 import io.sandboxd.pool.PoolCounters;
-import io.sandboxd.pool.SessionPods;
-import io.sandboxd.pool.WarmPool;
+import io.sandboxd.pool.claim.ClaimedPod;
+import io.sandboxd.pool.claim.SessionPods;
+import io.sandboxd.pool.claim.WarmPool;
 import io.sandboxd.sandbox.ExecutorClient;
 import io.sandboxd.sandbox.ExecutorReply;
 import io.sandboxd.sandbox.PodCallFailed;

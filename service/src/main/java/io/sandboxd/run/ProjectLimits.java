@@ -9,7 +9,7 @@ import io.sandboxd.limits.ProjectLimit;
  * runs and tool calls under way on this replica; one more is refused at once with 429 ({@link
  * io.sandboxd.limits.LimitExceeded}) before it takes a pod or waits for one. Limits are per replica: the Service
  * spreads a project's calls over the replicas. The cap on sessions per project is kept by
- * {@link io.sandboxd.pool.SessionPods}, which sees every replica's session pods.
+ * {@link io.sandboxd.pool.claim.SessionPods}, which sees every replica's session pods.
  */
 public final class ProjectLimits {
 

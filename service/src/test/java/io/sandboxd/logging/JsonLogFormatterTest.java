@@ -21,7 +21,7 @@ class JsonLogFormatterTest {
     @Test
     void oneJsonObjectPerLineWithTheRequestId() throws Exception {
         LogRecord record = new LogRecord(Level.WARNING, "claim of {0} failed\nsecond line");
-        record.setLoggerName("io.sandboxd.pool.WarmPool");
+        record.setLoggerName("io.sandboxd.pool.claim.WarmPool");
         record.setParameters(new Object[] {"sandbox-1"});
         record.setThrown(new IllegalStateException("boom"));
         HelidonMdc.set(JsonLogFormatter.REQUEST_ID, "req-42");
@@ -35,7 +35,7 @@ class JsonLogFormatterTest {
         assertEquals(1, line.strip().lines().count(), "exactly one line: " + line);
         JsonNode json = JSON.readTree(line);
         assertEquals("WARNING", json.get("level").textValue());
-        assertEquals("io.sandboxd.pool.WarmPool", json.get("logger").textValue());
+        assertEquals("io.sandboxd.pool.claim.WarmPool", json.get("logger").textValue());
         assertEquals("claim of sandbox-1 failed\nsecond line", json.get("msg").textValue());
         assertEquals("req-42", json.get("request_id").textValue());
         assertTrue(json.get("exception").textValue().contains("boom"));

@@ -22,6 +22,11 @@ import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
+import io.sandboxd.pool.claim.ClaimedPod;
+import io.sandboxd.pool.claim.PoolTimes;
+import io.sandboxd.pool.claim.WarmPool;
+import io.sandboxd.pool.claim.WarmPoolStatus;
+import io.sandboxd.pool.control.PoolReconciler;
 
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
@@ -45,7 +50,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @EnableKubernetesMockClient(crud = true)
 class PoolCountersTest {
 
-    static final String NS = WarmPoolTest.NS;
+    static final String NS = "cai-sandbox";
+    private static final PoolTimes TIMES = PoolTimes.of(TestSettings.BUDGET);
     private static final int TARGET = 3;
 
     KubernetesClient client;
@@ -228,7 +234,7 @@ class PoolCountersTest {
         Pod warm = pod("warm");
         Pod reserved = PoolMarks.reserved(pod("reserved"), "replica-a", now.plusSeconds(100));
         Pod running = PoolMarks.claimed(pod("running"), "replica-a/req-1", now, "proj");
-        Pod trimmed = PoolMarks.claimed(pod("trimmed"), "replica-a" + PoolReconciler.TRIM_CLAIM, now, null);
+        Pod trimmed = PoolMarks.claimed(pod("trimmed"), "replica-a" + PoolMarks.TRIM_SUFFIX, now, null);
         Pod deleting = new PodBuilder(PoolMarks.claimed(pod("deleting"), "replica-b/req-2", now, "proj"))
                 .editMetadata().withDeletionTimestamp(now.toString()).endMetadata().build();
         Pod finished = new PodBuilder(PoolMarks.claimed(pod("finished"), "replica-b/req-3", now, "proj"))
@@ -266,7 +272,7 @@ class PoolCountersTest {
             created = PoolRecord.inCluster(client, NS);
             counters = new PoolCounters(snippets, created, Clock.systemUTC(), io.sandboxd.TestSettings.BUDGET.longestRun());
             PodWrites writes = new PodWrites(client, NS, TestSeal.SEAL);
-            pool = new WarmPool(snippets, writes, id, Clock.systemUTC(), 0, WarmPoolTest.TIMES, ip -> true, pod -> true);
+            pool = new WarmPool(snippets, writes, id, Clock.systemUTC(), 0, TIMES, ip -> true, pod -> true);
             reconciler = new PoolReconciler(snippets, tools, writes,
                     new SnippetPodSpec(NS, TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT), counters,
                     PoolReconciler.Limits.of(TARGET, io.sandboxd.TestSettings.BUDGET),

@@ -16,7 +16,7 @@ import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.ToolPodSpec;
-import io.sandboxd.pool.WarmToolPods;
+import io.sandboxd.pool.claim.WarmToolPods;
 import io.sandboxd.config.WarmToolImage;
 import io.sandboxd.sandbox.FakePod;
 import io.sandboxd.sandbox.ToolRunnerClient;
@@ -87,7 +87,7 @@ class PodToolCallerTest {
     private PodToolCaller caller(Duration readyTimeout, List<WarmToolImage> warmImages) {
         return new PodToolCaller(tools, new PodWrites(client, NS, TestSeal.SEAL), spec,
                                  new WarmToolPods(tools, new PodWrites(client, NS, TestSeal.SEAL), spec, warmImages, "replica-1",
-                                                  Clock.systemUTC(), io.sandboxd.pool.PoolTimes.forTools(
+                                                  Clock.systemUTC(), io.sandboxd.pool.claim.PoolTimes.forTools(
                                                           io.sandboxd.TestSettings.BUDGET, 120), ip -> true),
                                  new ToolRunnerClient(HttpClient.newHttpClient(), JSON, 1 << 20, runner.port()),
                                  readyTimeout, io.sandboxd.TestSettings.BUDGET::toolPodDeadline);

@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.pods.PodSeal;

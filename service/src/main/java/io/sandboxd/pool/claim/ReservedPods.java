@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -24,6 +24,7 @@ import io.sandboxd.kube.CoalescedPasses;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
+import io.sandboxd.pool.PoolMarks;
 
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -39,7 +40,8 @@ import io.fabric8.kubernetes.api.model.Pod;
  * <p>Handing a pod to a request is recorded afterwards, in the background (state {@code claimed}, as a direct claim
  * writes it), so the pool's leader refills and other replicas stop counting the pod as warm; a run that ends within
  * {@link #RECORD_AFTER} needs no record, because deleting its pod says the same. Reservations are
- * renewed while they wait; one whose holder died lapses and is deleted by the leader ({@link PoolReconciler}). A
+ * renewed while they wait; one whose holder died lapses and is deleted by the leader
+ * ({@link io.sandboxd.pool.control.PoolReconciler}). A
  * reservation is handed out only while at least {@link PoolTimes#handOutMargin()} of it is left, so the hand-over is on record
  * long before anyone could take the pod for an orphan. On shutdown the queued pods are given back as warm.
  *

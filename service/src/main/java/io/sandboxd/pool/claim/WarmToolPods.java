@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -23,7 +23,8 @@ import io.sandboxd.pods.ToolPodSpec;
  * some ahead of its calls (so a call makes no API write), hands each to one call, and deletes it after that call; a
  * call with no reserved pod claims a warm one with one conditional update, or, when another replica holds the image's
  * warm pods, asks for one to be passed on and waits for it at most {@link #PASS_ON_WAIT}. With none at hand it
- * creates a pod of its own, as without warm pods. The {@link WarmToolPodKeeper} refills.
+ * creates a pod of its own, as without warm pods. The leader refills ({@code WarmToolPodKeeper} in
+ * {@code io.sandboxd.pool.control}).
  */
 public final class WarmToolPods implements AutoCloseable {
 

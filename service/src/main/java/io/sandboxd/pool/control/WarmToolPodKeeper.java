@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.control;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -8,13 +8,16 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
 
 import io.sandboxd.config.WarmToolImage;
+import io.sandboxd.kube.ExponentialBackoff;
+import io.sandboxd.kube.PendingCreates;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
+import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.pool.PoolMarks;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClientException;
@@ -30,8 +33,6 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 final class WarmToolPodKeeper {
 
     private static final Logger LOGGER = Logger.getLogger(WarmToolPodKeeper.class.getName());
-    private static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
-    private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
 
     /** Keeps none: no image listed. */
     static final WarmToolPodKeeper NONE = new WarmToolPodKeeper(null, null, List.of(), Duration.ZERO, "",
@@ -40,13 +41,13 @@ final class WarmToolPodKeeper {
     private final PodWrites writes;
     private final ToolPodSpec spec;
     private final List<WarmToolImage> images;
-    private final Duration lapseGrace;
+    private final ReservationLapse lapse;
     private final String replicaId;
     private final Clock clock;
-    /** Pods created and not yet seen in the informer, by name; a create never shown is forgotten after a while. */
-    private final Map<String, PendingCreate> pendingCreates = new ConcurrentHashMap<>();
-    private Duration backoff = Duration.ZERO;
-    private Instant nextCreateAllowed = Instant.MIN;
+    /** Warm tool pods created that the informer has not shown yet, by image (the snippet pool's bounds). */
+    private final PendingCreates<String> pendingCreates = new PendingCreates<>(PoolReconciler.PENDING_CREATE_EXPIRY);
+    private final ExponentialBackoff createBackoff = new ExponentialBackoff(PoolReconciler.FIRST_RETRY,
+                                                                            PoolReconciler.LONGEST_RETRY);
 
     /**
      * @param writes    pod writes
@@ -61,7 +62,7 @@ final class WarmToolPodKeeper {
         this.writes = writes;
         this.spec = spec;
         this.images = List.copyOf(images);
-        this.lapseGrace = lapseGrace;
+        this.lapse = new ReservationLapse(writes, lapseGrace);
         this.replicaId = replicaId;
         this.clock = clock;
     }
@@ -87,7 +88,7 @@ final class WarmToolPodKeeper {
             String image = ToolPodSpec.imageOf(pod);
             if (reserved) {
                 // A replica holds it for its next call; counted, unless its holder is gone (the reservation lapsed).
-                if (lapsed(pod, now)) {
+                if (lapse.lapsed(pod, now)) {
                     deleteIfLapsedOnServer(pod.getMetadata().getName(), now);
                 } else if (spec.isCurrentWarmPod(pod)) {
                     unused.merge(image, 1, Integer::sum);
@@ -106,13 +107,9 @@ final class WarmToolPodKeeper {
                 unused.merge(image, 1, Integer::sum);
             }
         }
-        pendingCreates.keySet().removeIf(seen::contains);
-        pendingCreates.values().removeIf(create -> create.at().plus(PENDING_CREATE_EXPIRY).isBefore(now));
-        for (PendingCreate create : pendingCreates.values()) {
-            unused.merge(create.image(), 1, Integer::sum);
-        }
+        pendingCreates.forgetShownOrExpired(seen::contains, now);
         for (WarmToolImage listed : images) {
-            int missing = listed.pods() - unused.getOrDefault(listed.image(), 0);
+            int missing = listed.pods() - unused.getOrDefault(listed.image(), 0) - pendingCreates.count(listed.image());
             for (int i = 0; i < missing; i++) {
                 if (!create(listed.image(), now)) {
                     return;
@@ -121,43 +118,28 @@ final class WarmToolPodKeeper {
         }
     }
 
-    private record PendingCreate(String image, Instant at) {
-    }
-
-    /** A reservation past its end (with room for clock skew between replicas): its holder is gone. */
-    private boolean lapsed(Pod pod, Instant now) {
-        return PodStates.reservedUntil(pod).plus(lapseGrace).isBefore(now);
-    }
-
     /** Confirmed on the API server's copy first (the cache may lag a renewal), as the snippet pool's leader does. */
     private void deleteIfLapsedOnServer(String name, Instant now) {
-        try {
-            Pod fresh = writes.fetch(name);
-            if (fresh != null && PodStates.isLabelledReserved(fresh) && lapsed(fresh, now)) {
-                LOGGER.warning("warm tool pod " + name + " reserved by " + PodStates.annotations(fresh)
-                        .get(io.sandboxd.pods.SandboxLabels.CLAIMED_BY) + " was never used or renewed; deleting");
-                writes.delete(name);
-            }
-        } catch (KubernetesClientException e) {
-            LOGGER.fine(() -> "could not read pod " + name + " to confirm its lapse: " + PodWrites.describe(e));
-        }
+        lapse.confirmed(name, now).ifPresent(fresh -> {
+            LOGGER.warning("warm tool pod " + name + " reserved by " + PodStates.annotations(fresh)
+                    .get(SandboxLabels.CLAIMED_BY) + " was never used or renewed; deleting");
+            writes.delete(name);
+        });
     }
 
     private boolean create(String image, Instant now) {
-        if (now.isBefore(nextCreateAllowed)) {
+        if (!createBackoff.allows(now)) {
             return false;
         }
         try {
             Pod created = writes.create(spec.warmPod(image));
-            pendingCreates.put(created.getMetadata().getName(), new PendingCreate(image, now));
-            backoff = Duration.ZERO;
+            pendingCreates.created(created.getMetadata().getName(), image, now);
+            createBackoff.succeeded();
             LOGGER.fine(() -> "created warm tool pod " + created.getMetadata().getName() + " of " + image);
             return true;
         } catch (KubernetesClientException e) {
-            backoff = backoff.isZero() ? Duration.ofSeconds(2)
-                    : (backoff.multipliedBy(2).compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : backoff.multipliedBy(2));
-            nextCreateAllowed = now.plus(backoff);
-            LOGGER.warning("could not create a warm tool pod of " + image + " (retrying in " + backoff.toSeconds()
+            Duration retryIn = createBackoff.failed(now);
+            LOGGER.warning("could not create a warm tool pod of " + image + " (retrying in " + retryIn.toSeconds()
                                    + "s): " + PodWrites.describe(e));
             return false;
         }
@@ -165,7 +147,7 @@ final class WarmToolPodKeeper {
 
     /** Claims a warm pod first (so that no call takes it meanwhile), then deletes it. */
     private void takeAndDelete(Pod pod, String why) {
-        Pod taken = PoolMarks.claimed(pod, replicaId + PoolReconciler.TRIM_CLAIM, clock.instant(), null);
+        Pod taken = PoolMarks.claimed(pod, replicaId + PoolMarks.TRIM_SUFFIX, clock.instant(), null);
         if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
             LOGGER.info(why + pod.getMetadata().getName());
             writes.delete(pod.getMetadata().getName());

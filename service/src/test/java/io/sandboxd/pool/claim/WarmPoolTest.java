@@ -1,7 +1,8 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import io.sandboxd.pods.PodSeal;
 import io.sandboxd.pods.TestSeal;
+import io.sandboxd.MovableClock;
 import io.sandboxd.TestSettings;
 import java.time.Clock;
 import java.time.Duration;
@@ -45,8 +46,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The pool against fabric8's mock API server in CRUD mode, which applies resourceVersion preconditions like the real
- * one: claims race, exactly one replica wins each pod.
+ * Handing out the pool's pods against fabric8's mock API server in CRUD mode, which applies resourceVersion
+ * preconditions like the real one: claims race, exactly one replica wins each pod; reservations. The leader's side of
+ * the pool is {@code PoolReconcilerTest}.
  */
 @EnableKubernetesMockClient(crud = true)
 class WarmPoolTest {
@@ -190,7 +192,7 @@ class WarmPoolTest {
     }
 
     @Test
-    void afterAnUpgradeOnlyPodsOfTheNewSpecAreHandedOutAndTheOldOnesAreReplaced() throws Exception {
+    void afterAnUpgradeOnlyPodsOfTheNewSpecAreHandedOut() throws Exception {
         readyWarmPod("sandbox-old"); // built from the runc spec, as before an upgrade
         SnippetPodSpec gvisor = new SnippetPodSpec(NS, TestSettings.SNIPPET, new io.sandboxd.config.SecuritySettings(
                 "RuntimeDefault", "", "gvisor", io.sandboxd.config.IsolationGateSettings.DEFAULTS));
@@ -210,28 +212,32 @@ class WarmPoolTest {
         FailedRun e = assertThrows(FailedRun.class, () -> upgraded.claim("req", "p", Duration.ofMillis(800)));
         assertEquals(new Failure.NoWarmPod(), e.failure());
         assertEquals("warm", state(client.pods().inNamespace(NS).withName("sandbox-old").get()),
-                     "neither claimed nor reserved by the new replica");
+                     "neither claimed nor reserved by the new replica (the leader replaces it: PoolReconcilerTest)");
+    }
 
-        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
-        caches.add(tools);
-        awaitSynced(tools);
-        PoolReconciler reconciler = new PoolReconciler(
-                cache, tools, new PodWrites(client, NS, TestSeal.SEAL), gvisor, new PoolCounters(),
-                PoolReconciler.Limits.of(2, io.sandboxd.TestSettings.BUDGET),
-                "replica-new", Clock.systemUTC());
-        try {
-            reconciler.leading(true);
-            reconciler.reconcile();
-            awaitGone("sandbox-old");
-            List<Pod> pods = snippetPods();
-            assertEquals(2, pods.size(), "the target is filled with pods of the new spec: " + pods);
-            for (Pod pod : pods) {
-                assertTrue(gvisor.isCurrent(pod));
-                assertEquals("gvisor", pod.getSpec().getRuntimeClassName());
+    /**
+     * Issue 22: a pod with a pool pod's labels and spec, Ready, even with the seal of a real pool pod copied onto it,
+     * is never claimed (the leader deletes it: PoolReconcilerTest).
+     */
+    @Test
+    void aLookAlikePoolPodIsNeverClaimed() throws Exception {
+        Pod real = readyWarmPod("sandbox-real");
+        Pod lookAlike = new PodBuilder(poolPod("sandbox-lookalike")).editMetadata()
+                .withAnnotations(real.getMetadata().getAnnotations()).endMetadata().build();
+        Pod created = client.pods().inNamespace(NS).resource(lookAlike).create(); // not through PodWrites: unsealed
+        client.pods().inNamespace(NS).resource(new PodBuilder(created).withNewStatus().withPhase("Running")
+                .withPodIP("10.0.0.66").addNewCondition().withType("Ready").withStatus("True").endCondition()
+                .endStatus().build()).updateStatus();
+        WarmPool pool = pool("replica-a");
+        for (int i = 0; i < 2; i++) {
+            try {
+                ClaimedPod claimed = pool.claim("req-" + i, "p", Duration.ofMillis(800));
+                assertEquals("sandbox-real", claimed.name(), "only the pod sandboxd made is handed out");
+            } catch (FailedRun none) {
+                assertEquals(new Failure.NoWarmPod(), none.failure(), "the look-alike is no warm pod");
             }
-        } finally {
-            reconciler.close();
         }
+        assertEquals("warm", state(client.pods().inNamespace(NS).withName("sandbox-lookalike").get()), "never taken");
     }
 
     @Test
@@ -243,105 +249,6 @@ class WarmPoolTest {
         a.release(pod.name());
         awaitGone("sandbox-used");
         assertNull(client.pods().inNamespace(NS).withName("sandbox-used").get());
-    }
-
-    @Test
-    void reconcilerFillsThePoolToItsTargetAndNoFurther() throws Exception {
-        PodCache snippets = cache();
-        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
-        caches.add(tools);
-        PoolCounters counters = new PoolCounters();
-        PoolReconciler reconciler = reconciler(snippets, tools, counters,
-                                               PoolReconciler.Limits.of(3, io.sandboxd.TestSettings.BUDGET),
-                                               Clock.systemUTC());
-        try {
-            awaitSynced(snippets);
-            awaitSynced(tools);
-            reconciler.reconcile();
-            assertEquals(0, snippetPods().size(), "a replica that does not lead creates nothing");
-            reconciler.leading(true);
-            for (int i = 0; i < 5; i++) {
-                reconciler.reconcile();
-            }
-            snippets.await(() -> snippets.pods().size() == 3 ? Optional.of(true) : Optional.empty(),
-                           Duration.ofSeconds(5));
-            for (int i = 0; i < 5; i++) {
-                reconciler.reconcile();
-            }
-            List<Pod> pods = snippetPods();
-            assertEquals(3, pods.size(), "pool overshoot or undershoot");
-            assertEquals(3, counters.createdTotal());
-            for (Pod pod : pods) {
-                assertTrue(pod.getMetadata().getName().startsWith("sandbox-"), pod.getMetadata().getName());
-                assertEquals("warm", pod.getMetadata().getLabels().get(SandboxLabels.STATE));
-            }
-
-            // A used pod is deleted: the pool refills to the target.
-            client.pods().inNamespace(NS).withName(pods.get(0).getMetadata().getName()).delete();
-            snippets.await(() -> snippets.pods().size() == 2 ? Optional.of(true) : Optional.empty(),
-                           Duration.ofSeconds(5));
-            reconciler.reconcile();
-            snippets.await(() -> snippets.pods().size() == 3 ? Optional.of(true) : Optional.empty(),
-                           Duration.ofSeconds(5));
-            assertEquals(3, snippetPods().size());
-            assertEquals(4, counters.createdTotal());
-        } finally {
-            reconciler.close();
-        }
-    }
-
-    @Test
-    void aPoolThatFollowsDemandGrowsWithABurstPublishesItsTargetAndShrinksAfterIdle() throws Exception {
-        PodCache snippets = cache();
-        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
-        caches.add(tools);
-        MovableClock clock = new MovableClock();
-        PoolCounters counters = new PoolCounters();
-        PoolReconciler reconciler = reconciler(snippets, tools, counters,
-                PoolReconciler.Limits.of(2, io.sandboxd.TestSettings.BUDGET).followingDemand(6, Duration.ofSeconds(60)),
-                clock);
-        try {
-            awaitSynced(snippets);
-            awaitSynced(tools);
-            reconciler.leading(true);
-            settle(reconciler, snippets, 2);
-            assertEquals(2, counters.demand().orElseThrow().target(), "no demand yet: the minimum, published");
-
-            // Runs take both pods, and no ready pod is left (these pods never become ready without a kubelet): the
-            // pool ran dry, so more requests may be waiting unseen, and the leader asks for twice what was taken.
-            for (Pod pod : snippetPods()) {
-                client.pods().inNamespace(NS).withName(pod.getMetadata().getName()).delete();
-            }
-            snippets.await(() -> snippets.pods().isEmpty() ? Optional.of(true) : Optional.empty(),
-                           Duration.ofSeconds(5));
-            clock.advance(Duration.ofMillis(500));
-            settle(reconciler, snippets, 4);
-            assertEquals(4, counters.demand().orElseThrow().target(), "two taken, then dry: twice two");
-
-            // Idle past poolShrinkAfterSeconds: the warm pods above the minimum are trimmed.
-            clock.advance(Duration.ofSeconds(61));
-            settle(reconciler, snippets, 2);
-            assertEquals(2, counters.demand().orElseThrow().target());
-            assertEquals(6, counters.createdTotal(), "2, then 4");
-        } finally {
-            reconciler.close();
-        }
-    }
-
-    /** Runs passes until the stored pool (not being deleted) has {@code size} pods, and stays there. */
-    private void settle(PoolReconciler reconciler, PodCache snippets, int size) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (System.nanoTime() < deadline) {
-            reconciler.reconcile();
-            long live = snippetPods().stream().filter(p -> p.getMetadata().getDeletionTimestamp() == null
-                    && !"claimed".equals(state(p))).count();
-            if (live == size && snippets.pods().size() == size) {
-                reconciler.reconcile(); // a pass that sees them in the cache: they count as pool pods, not creates
-                return;
-            }
-            Thread.sleep(50);
-        }
-        assertEquals(size, snippetPods().size(), "pool size");
     }
 
     // ---- reservations: pods taken ahead of demand ----
@@ -466,66 +373,6 @@ class WarmPoolTest {
         reservations.close();
     }
 
-    @Test
-    void theLeaderCountsReservedPodsAndDeletesReservationsWhoseHolderIsGone() throws Exception {
-        MovableClock clock = new MovableClock();
-        PodCache snippets = cache();
-        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
-        caches.add(tools);
-        awaitSynced(snippets);
-        awaitSynced(tools);
-        Pod live = readyWarmPod("sandbox-live");
-        updateStored(PoolMarks.reserved(live, "replica-b", clock.instant().plusSeconds(100)));
-        Pod dead = readyWarmPod("sandbox-dead");
-        updateStored(PoolMarks.reserved(dead, "replica-gone", clock.instant().minusSeconds(31)));
-        readyWarmPod("sandbox-free");
-        snippets.await(() -> snippets.pods().stream().filter(PodStates::isLabelledReserved).count() == 2
-                ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(5));
-
-        PoolReconciler reconciler = reconciler(snippets, tools, 2, clock);
-        try {
-            reconciler.leading(true);
-            reconciler.reconcile();
-            awaitGone("sandbox-dead");
-            snippets.await(() -> snippets.pod("sandbox-dead").isEmpty() ? Optional.of(true) : Optional.empty(),
-                           Duration.ofSeconds(5));
-            reconciler.reconcile();
-            // Target 2: the live reservation and the warm pod; nothing created, nothing trimmed.
-            assertEquals(Set.of("sandbox-live", "sandbox-free"),
-                         new HashSet<>(snippetPods().stream().map(p -> p.getMetadata().getName()).toList()));
-        } finally {
-            reconciler.close();
-        }
-    }
-
-    @Test
-    void anOvershootIsTrimmedFromWarmPodsNeverFromReservedOnes() throws Exception {
-        MovableClock clock = new MovableClock();
-        PodCache snippets = cache();
-        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
-        caches.add(tools);
-        awaitSynced(snippets);
-        awaitSynced(tools);
-        for (int i = 0; i < 2; i++) {
-            Pod pod = readyWarmPod("sandbox-res" + i);
-            updateStored(PoolMarks.reserved(pod, "replica-b", clock.instant().plusSeconds(100)));
-        }
-        readyWarmPod("sandbox-extra");
-        snippets.await(() -> snippets.pods().stream().filter(PodStates::isLabelledReserved).count() == 2
-                && snippets.pods().size() == 3 ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(5));
-
-        PoolReconciler reconciler = reconciler(snippets, tools, 1, clock);
-        try {
-            reconciler.leading(true);
-            reconciler.reconcile();
-            awaitGone("sandbox-extra");
-            assertEquals(Set.of("sandbox-res0", "sandbox-res1"),
-                         new HashSet<>(snippetPods().stream().map(p -> p.getMetadata().getName()).toList()));
-        } finally {
-            reconciler.close();
-        }
-    }
-
     // ---- helpers ----
 
     private static Callable<Object> waiter(WarmPool pool, String requestId, String project, List<String> order) {
@@ -549,62 +396,8 @@ class WarmPoolTest {
         }
     }
 
-    /**
-     * Issue 22: a pod with a pool pod's labels and spec, Ready, even with the seal of a real pool pod copied onto it,
-     * is never claimed, and the leader deletes it once it is older than a genuine pod stays unsealed.
-     */
-    @Test
-    void aLookAlikePoolPodIsNeverClaimedAndTheLeaderDeletesIt() throws Exception {
-        Pod real = readyWarmPod("sandbox-real");
-        Pod lookAlike = new PodBuilder(poolPod("sandbox-lookalike")).editMetadata()
-                .withAnnotations(real.getMetadata().getAnnotations()).endMetadata().build();
-        Pod created = client.pods().inNamespace(NS).resource(lookAlike).create(); // not through PodWrites: unsealed
-        client.pods().inNamespace(NS).resource(new PodBuilder(created).withNewStatus().withPhase("Running")
-                .withPodIP("10.0.0.66").addNewCondition().withType("Ready").withStatus("True").endCondition()
-                .endStatus().build()).updateStatus();
-        WarmPool pool = pool("replica-a");
-        for (int i = 0; i < 2; i++) {
-            try {
-                ClaimedPod claimed = pool.claim("req-" + i, "p", Duration.ofMillis(800));
-                assertEquals("sandbox-real", claimed.name(), "only the pod sandboxd made is handed out");
-            } catch (FailedRun none) {
-                assertEquals(new Failure.NoWarmPod(), none.failure(), "the look-alike is no warm pod");
-            }
-        }
-        assertEquals("warm", state(client.pods().inNamespace(NS).withName("sandbox-lookalike").get()), "never taken");
-
-        PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
-        caches.add(tools);
-        awaitSynced(tools);
-        PodCache snippets = cache();
-        awaitSynced(snippets);
-        PoolReconciler reconciler = reconciler(snippets, tools, 0, Clock.offset(Clock.systemUTC(),
-                IdlePodCleaner.UNSEALED_GRACE.plusSeconds(5)));
-        try {
-            reconciler.leading(true);
-            reconciler.reconcile();
-            awaitGone("sandbox-lookalike");
-        } finally {
-            reconciler.close();
-        }
-    }
-
     private List<Pod> snippetPods() {
         return client.pods().inNamespace(NS).withLabels(SandboxLabels.snippetSelector()).list().getItems();
-    }
-
-    private PoolReconciler reconciler(PodCache snippets, PodCache tools, int target, Clock clock) {
-        return reconciler(snippets, tools, new PoolCounters(),
-                          PoolReconciler.Limits.of(target, io.sandboxd.TestSettings.BUDGET), clock);
-    }
-
-    /** The reconciler of replica-a, over the mock API server. */
-    private PoolReconciler reconciler(PodCache snippets, PodCache tools, PoolCounters counters,
-                                      PoolReconciler.Limits limits, Clock clock) {
-        return new PoolReconciler(
-                snippets, tools, new PodWrites(client, NS, TestSeal.SEAL),
-                new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT), counters,
-                limits, "replica-a", clock);
     }
 
     /** Pods stored as reserved by a replica (state and {@code claimed-by}). */
@@ -616,10 +409,6 @@ class WarmPoolTest {
 
     private static String state(Pod pod) {
         return pod.getMetadata().getLabels().get(SandboxLabels.STATE);
-    }
-
-    private void updateStored(Pod pod) {
-        client.pods().inNamespace(NS).resource(pod).update();
     }
 
     private void awaitStored(java.util.function.Predicate<List<Pod>> condition) throws InterruptedException {
@@ -641,30 +430,6 @@ class WarmPoolTest {
     private Pod awaitPod(String name, java.util.function.Predicate<Pod> condition) throws InterruptedException {
         awaitStored(pods -> pods.stream().anyMatch(p -> p.getMetadata().getName().equals(name) && condition.test(p)));
         return client.pods().inNamespace(NS).withName(name).get();
-    }
-
-    /** A clock the test moves by hand. */
-    static final class MovableClock extends Clock {
-        private volatile Instant now = Instant.parse("2026-01-01T00:00:00Z");
-
-        void advance(Duration by) {
-            now = now.plus(by);
-        }
-
-        @Override
-        public Instant instant() {
-            return now;
-        }
-
-        @Override
-        public java.time.ZoneId getZone() {
-            return java.time.ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(java.time.ZoneId zone) {
-            return this;
-        }
     }
 
     /** Outcome of requests claiming at once: the pods handed out (each once, or the race fails) and the 503s. */

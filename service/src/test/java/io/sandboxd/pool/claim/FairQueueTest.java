@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import java.util.ArrayList;
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -11,9 +11,11 @@ import java.util.logging.Logger;
 
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.kube.ExponentialBackoff;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
+import io.sandboxd.pool.PoolMarks;
 
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -24,7 +26,8 @@ import io.fabric8.kubernetes.api.model.Pod;
  * resourceVersion), so of several replicas racing for one pod exactly one wins; the others get 409 and try another
  * pod. With neither, a request waits, woken by informer events, up to its limit, and asks a replica that holds idle
  * reservations to pass one on. Creating and deleting pool pods is
- * the {@link PoolReconciler}'s job, except that the request that used a pod deletes it.
+ * the leader's job ({@link io.sandboxd.pool.control.PoolReconciler}), except that the request that used a pod deletes
+ * it.
  *
  * <p>Requests of this replica take pods in turn, in a {@link FairQueue}: round-robin across projects, so one
  * project's burst of waiting requests does not make another project's requests wait behind it.
@@ -34,7 +37,9 @@ public final class WarmPool implements AutoCloseable {
     private static final Logger LOGGER = Logger.getLogger(WarmPool.class.getName());
     /** How long a used pod's deletion is retried before it is left to the leader's clean-up of orphans. */
     static final Duration RELEASE_RETRIES_FOR = Duration.ofMinutes(2);
-    private static final Duration MAX_RELEASE_BACKOFF = Duration.ofSeconds(10);
+    /** The wait between tries of a used pod's deletion: this long, doubled after each since, at most 10 s. */
+    private static final Duration FIRST_RELEASE_RETRY = Duration.ofMillis(500);
+    private static final Duration LONGEST_RELEASE_RETRY = Duration.ofSeconds(10);
     /** A waiting request asks another replica for a reserved pod at most this often. */
     private static final Duration ASK_EVERY = Duration.ofSeconds(1);
 
@@ -141,16 +146,14 @@ public final class WarmPool implements AutoCloseable {
      */
     private void deleteRetrying(String podName) {
         long until = System.nanoTime() + RELEASE_RETRIES_FOR.toNanos();
-        Duration backoff = Duration.ofMillis(500);
+        ExponentialBackoff backoff = new ExponentialBackoff(FIRST_RELEASE_RETRY, LONGEST_RELEASE_RETRY);
         while (!writes.delete(podName) && System.nanoTime() < until) {
             try {
-                Thread.sleep(backoff);
+                Thread.sleep(backoff.failed(clock.instant()));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
             }
-            backoff = backoff.multipliedBy(2).compareTo(MAX_RELEASE_BACKOFF) > 0 ? MAX_RELEASE_BACKOFF
-                    : backoff.multipliedBy(2);
         }
     }
 

@@ -1,4 +1,9 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
+
+import io.sandboxd.pool.PoolCounters;
+import io.sandboxd.pool.PoolRecord;
+import io.sandboxd.pool.PoolStatus;
+import io.sandboxd.pool.PoolStatusSource;
 
 /**
  * {@code GET /v1/pool} as the pool sees it: {@code warm} from the warm pool, {@code in_flight} and

@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.control;
 
 import java.time.Duration;
 import java.time.Instant;

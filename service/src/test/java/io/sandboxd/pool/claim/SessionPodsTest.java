@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import io.sandboxd.pods.PodSeal;
 import io.sandboxd.pods.TestSeal;
@@ -24,6 +24,7 @@ import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.PodToken;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
+import io.sandboxd.pool.PoolCounters;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -37,14 +38,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * D4 session pods against the mock API server: created on demand, reused within a project, never across projects,
- * reaped when idle or past their lifetime, at most so many per project.
+ * none past its lifetime, at most so many per project. The leader reaping them is {@code IdlePodCleanerTest}.
  */
 @EnableKubernetesMockClient(crud = true)
 class SessionPodsTest {
@@ -56,7 +56,6 @@ class SessionPodsTest {
 
     KubernetesClient client;
     private PodCache cache;
-    private PodCache tools;
     private SessionPods sessions;
     private PoolCounters counters;
     private ExecutorService threads;
@@ -66,7 +65,6 @@ class SessionPodsTest {
     @BeforeEach
     void setUp() throws InterruptedException {
         cache = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL);
-        tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL);
         cache.await(() -> cache.synced() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10));
         counters = new PoolCounters();
         sessions = sessions("replica-a", BOUNDS);
@@ -85,7 +83,6 @@ class SessionPodsTest {
     void tearDown() {
         threads.shutdownNow();
         cache.close();
-        tools.close();
     }
 
     @Test
@@ -143,34 +140,6 @@ class SessionPodsTest {
     }
 
     @Test
-    void theLeaderReapsIdleSessionPods() throws Exception {
-        String name = runIn("proj-a", "conv-idle");
-        String busy = runIn("proj-a", "conv-busy");
-        Pod pod = client.pods().inNamespace(NS).withName(name).get();
-        client.pods().inNamespace(NS).resource(new PodBuilder(pod).editMetadata()
-                .addToAnnotations(SandboxLabels.LAST_USED_AT, "1000").endMetadata().build()).update();
-        cache.await(() -> cache.pod(name).filter(p -> "1000".equals(p.getMetadata().getAnnotations()
-                .get(SandboxLabels.LAST_USED_AT))).map(p -> true), Duration.ofSeconds(5));
-
-        PoolReconciler reconciler = new PoolReconciler(
-                cache, tools, new PodWrites(client, NS, TestSeal.SEAL), spec, new PoolCounters(),
-                PoolReconciler.Limits.of(0, io.sandboxd.TestSettings.BUDGET),
-                "replica-a", Clock.systemUTC());
-        try {
-            reconciler.leading(true);
-            reconciler.reconcile();
-            assertNull(client.pods().inNamespace(NS).withName(name).get(), "idle session pod not deleted");
-            assertEquals(busy, client.pods().inNamespace(NS).withName(busy).get().getMetadata().getName());
-        } finally {
-            reconciler.close();
-        }
-        cache.await(() -> cache.pod(name).isEmpty() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(5));
-        // the next run of the reaped session gets a fresh pod
-        assertEquals(name, runIn("proj-a", "conv-idle"));
-        assertEquals(3, counters.createdTotal());
-    }
-
-    @Test
     void aProjectAtItsSessionCapGets429NamingTheLimitWhileItsSessionsAndOtherProjectsCarryOn() throws Exception {
         sessions = sessions("replica-a", new SessionPods.Bounds(2, Duration.ofSeconds(300), Duration.ofHours(1), DEADLINE));
         String first = runIn("proj-a", "conv-1");
@@ -208,33 +177,6 @@ class SessionPodsTest {
         Pod fresh = client.pods().inNamespace(NS).withName(name).get();
         assertNotEquals(uid, fresh.getMetadata().getUid(), "the old pod was replaced by a fresh one");
         assertEquals(2, counters.createdTotal());
-    }
-
-    @Test
-    void theLeaderDeletesSessionsPastTheirLifetimeOnceNoRunCanBeUnderWay() throws Exception {
-        String old = runIn("proj-a", "conv-old");
-        String running = runIn("proj-a", "conv-running");
-        String young = runIn("proj-a", "conv-young");
-        Instant longAgo = Instant.now().minusSeconds(4000);
-        // Old and unused since long ago; old with a run that may still be under way (used 10 s ago); young.
-        setAnnotation(old, SandboxLabels.CLAIMED_AT, longAgo.toString());
-        setAnnotation(old, SandboxLabels.LAST_USED_AT, Long.toString(Instant.now().minusSeconds(200).toEpochMilli()));
-        setAnnotation(running, SandboxLabels.CLAIMED_AT, longAgo.toString());
-        setAnnotation(running, SandboxLabels.LAST_USED_AT, Long.toString(Instant.now().minusSeconds(10).toEpochMilli()));
-
-        PoolReconciler reconciler = new PoolReconciler(
-                cache, tools, new PodWrites(client, NS, TestSeal.SEAL), spec, new PoolCounters(),
-                PoolReconciler.Limits.of(0, io.sandboxd.TestSettings.BUDGET),
-                "replica-a", Clock.systemUTC());
-        try {
-            reconciler.leading(true);
-            reconciler.reconcile();
-            assertNull(client.pods().inNamespace(NS).withName(old).get(), "session past its lifetime not deleted");
-            assertNotNull(client.pods().inNamespace(NS).withName(running).get(), "a run may still be under way");
-            assertNotNull(client.pods().inNamespace(NS).withName(young).get());
-        } finally {
-            reconciler.close();
-        }
     }
 
     @Test

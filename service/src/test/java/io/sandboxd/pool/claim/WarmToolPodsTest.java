@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import io.sandboxd.pods.TestSeal;
 import java.time.Clock;
@@ -34,7 +34,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Warm tool pods (D9) against fabric8's mock API server in CRUD mode: a warm pod goes only to a caller whose token
- * names its image, once; the leader keeps as many as listed of the current spec and replaces the rest.
+ * names its image, once, and only while it is of the current spec. The leader's side, keeping as many as listed, is
+ * {@code WarmToolPodKeeperTest}.
  */
 @EnableKubernetesMockClient(crud = true)
 class WarmToolPodsTest {
@@ -175,29 +176,6 @@ class WarmToolPodsTest {
     }
 
     @Test
-    void theLeaderKeepsTheListedCountAndReplacesPodsItNoLongerWants() throws Exception {
-        WarmToolPodKeeper keeper = new WarmToolPodKeeper(writes, spec, List.of(new WarmToolImage(IMAGE, 2)),
-                                                         Duration.ofSeconds(30), "leader", Clock.systemUTC());
-        Pod unlisted = readyWarmPod(spec.warmPod(OTHER));
-        keeper.keep(tools.pods(), Instant.now());
-        assertEquals(2, imagesOf(IMAGE), "two created");
-        keeper.keep(tools.pods(), Instant.now());
-        assertEquals(2, imagesOf(IMAGE), "creates the cache has not shown yet still count");
-        assertEquals(null, client.pods().inNamespace(NS).withName(unlisted.getMetadata().getName()).get(),
-                     "a pod of an image no longer listed is deleted");
-
-        // A call takes one: the next pass makes up for it; the claimed pod is the call's, not the keeper's.
-        awaitCount(IMAGE, 2);
-        Pod one = tools.pods().stream().filter(p -> IMAGE.equals(ToolPodSpec.imageOf(p))).findFirst().orElseThrow();
-        readyWarmPodStatus(one);
-        ClaimedPod taken = take(pods(IMAGE), IMAGE).orElseThrow();
-        awaitClaimedInCache(taken.name());
-        keeper.keep(tools.pods(), Instant.now());
-        assertEquals(3, imagesOf(IMAGE), "two warm and the claimed one");
-        assertNotNull(client.pods().inNamespace(NS).withName(taken.name()).get(), "the call's pod is left alone");
-    }
-
-    @Test
     void aReplicaReservesAWarmPodAheadAndHandsItToACallOfItsImageOnly() throws Exception {
         Pod warm = readyWarmPod(spec.warmPod(IMAGE));
         WarmToolPods reserving = pods("replica-1", 1, IMAGE, OTHER);
@@ -213,34 +191,6 @@ class WarmToolPodsTest {
         reserving.release(name);
         assertTrue(tools.await(() -> tools.pod(name).isEmpty() ? Optional.of(true) : Optional.empty(),
                                Duration.ofSeconds(10)).isPresent(), "deleted after its call");
-    }
-
-    @Test
-    void theOrphanCleanerLeavesUnusedWarmToolPodsAlone() {
-        Pod warm = readyWarmPod(spec.warmPod(IMAGE));
-        IdlePodCleaner cleaner = new IdlePodCleaner(writes, PoolReconciler.Limits.of(3, TestSettings.BUDGET),
-                                                    Clock.systemUTC());
-        cleaner.toolPods(tools.pods(), Instant.now().plus(Duration.ofDays(1)));
-        assertNotNull(client.pods().inNamespace(NS).withName(warm.getMetadata().getName()).get());
-    }
-
-    private void readyWarmPodStatus(Pod pod) {
-        Pod ready = new PodBuilder(client.pods().inNamespace(NS).withName(pod.getMetadata().getName()).get())
-                .withNewStatus().withPhase("Running").withPodIP("10.0.0.8")
-                    .addNewCondition().withType("Ready").withStatus("True").endCondition()
-                .endStatus().build();
-        client.pods().inNamespace(NS).resource(ready).updateStatus();
-        awaitCached(pod.getMetadata().getName());
-    }
-
-    private long imagesOf(String image) {
-        return client.pods().inNamespace(NS).list().getItems().stream()
-                .filter(p -> image.equals(ToolPodSpec.imageOf(p))).count();
-    }
-
-    private void awaitCount(String image, int count) throws InterruptedException {
-        assertTrue(tools.await(() -> tools.pods().stream().filter(p -> image.equals(ToolPodSpec.imageOf(p))).count()
-                == count ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10)).isPresent());
     }
 
     private void awaitClaimedInCache(String name) {

@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -18,12 +18,15 @@ import java.util.logging.Logger;
 
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.kube.PendingCreates;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.limits.ProjectLimit;
 import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
+import io.sandboxd.pool.PoolCounters;
+import io.sandboxd.pool.PoolMarks;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -40,7 +43,7 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * replicas; a new session beyond that is refused with 429 naming {@code limits.perProject.sessions}); a session takes
  * no run once it is {@link Bounds#maxLifetime} old (counted from its pod's {@code claimed-at}): the next run of that
  * session id deletes the old pod and starts a fresh session, as after the idle timeout, and the leader deletes an old
- * pod nobody uses ({@link PoolReconciler}).
+ * pod nobody uses ({@link io.sandboxd.pool.control.PoolReconciler}).
  */
 public final class SessionPods {
 
@@ -63,10 +66,6 @@ public final class SessionPods {
     public record Bounds(int maxPerProject, Duration idleAfter, Duration maxLifetime, Duration podDeadline) {
     }
 
-    /** A session pod this replica is creating, until the informer shows it. */
-    private record PendingSession(String project, Instant since) {
-    }
-
     private final PodCache cache;
     private final PodWrites writes;
     private final SnippetPodSpec spec;
@@ -77,8 +76,11 @@ public final class SessionPods {
     private final Duration lockWait;
     private final Bounds bounds;
     private final Map<String, SessionLock> locks = new ConcurrentHashMap<>();
-    /** Session pods this replica is creating, by name; guarded by {@code this} with the count of a project's sessions. */
-    private final Map<String, PendingSession> pending = new LinkedHashMap<>();
+    /**
+     * Session pods this replica is creating, by project, until the informer shows them; counted in with a project's
+     * sessions under {@code this}.
+     */
+    private final PendingCreates<String> pending = new PendingCreates<>(PENDING_CREATE_EXPIRY);
 
     /**
      * @param cache     snippet pod informer
@@ -253,17 +255,7 @@ public final class SessionPods {
         return !PodStates.isDeleting(pod) && !PodStates.isTerminal(pod)
                 && hash.equals(PodStates.labels(pod).get(SandboxLabels.SESSION))
                 && !PodStates.annotations(pod).containsKey(SandboxLabels.EXPIRING)
-                && !pastLifetime(pod, bounds.maxLifetime(), clock.instant());
-    }
-
-    /**
-     * @param pod         a session pod
-     * @param maxLifetime a session's longest life
-     * @param now         now
-     * @return whether the session has lived its longest (counted from its pod's {@code claimed-at})
-     */
-    static boolean pastLifetime(Pod pod, Duration maxLifetime, Instant now) {
-        return PodStates.claimedAt(pod).plus(maxLifetime).isBefore(now);
+                && !PoolMarks.pastLifetime(pod, bounds.maxLifetime(), clock.instant());
     }
 
     /**
@@ -272,8 +264,7 @@ public final class SessionPods {
      */
     private synchronized void countIn(String hash, String name, String project) {
         Instant now = clock.instant();
-        pending.values().removeIf(p -> p.since().plus(PENDING_CREATE_EXPIRY).isBefore(now));
-        pending.keySet().removeIf(pendingName -> cache.pod(pendingName).isPresent());
+        pending.forgetShownOrExpired(pendingName -> cache.pod(pendingName).isPresent(), now);
         if (bounds.maxPerProject() > 0) {
             int open = 0;
             Instant soonestEnd = null;
@@ -290,11 +281,7 @@ public final class SessionPods {
                 Instant end = idleEnd.isBefore(lifeEnd) ? idleEnd : lifeEnd;
                 soonestEnd = soonestEnd == null || end.isBefore(soonestEnd) ? end : soonestEnd;
             }
-            for (Map.Entry<String, PendingSession> creating : pending.entrySet()) {
-                if (!creating.getKey().equals(name) && creating.getValue().project().equals(project)) {
-                    open++;
-                }
-            }
+            open += pending.count(project, name); // not this session's own earlier attempt
             if (open >= bounds.maxPerProject()) {
                 // Retry once the project's next session to close (idle or too old) has been reaped.
                 long retryAfter = soonestEnd == null ? 1
@@ -302,11 +289,7 @@ public final class SessionPods {
                 throw ProjectLimit.SESSIONS.exceeded(project, open, retryAfter);
             }
         }
-        pending.put(name, new PendingSession(project, now));
-    }
-
-    private synchronized void creationFailed(String name) {
-        pending.remove(name);
+        pending.created(name, project, now);
     }
 
     private void create(String hash, String name, String project, String agent, String requestId) {
@@ -323,7 +306,7 @@ public final class SessionPods {
             LOGGER.info("created session pod " + name);
         } catch (KubernetesClientException e) {
             if (e.getCode() != 409) {
-                creationFailed(name);
+                pending.createFailed(name);
                 throw new FailedRun(new Failure.NoWarmPod());
             }
             // Another replica created it first: use that one.

@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.control;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -10,18 +10,22 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
 
 import io.sandboxd.config.DeadlineBudget;
 import io.sandboxd.config.WarmToolImage;
 import io.sandboxd.kube.CoalescedPasses;
+import io.sandboxd.kube.ExponentialBackoff;
+import io.sandboxd.kube.PendingCreates;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.pods.ToolPodSpec;
+import io.sandboxd.pool.PoolCounters;
+import io.sandboxd.pool.PoolMarks;
+import io.sandboxd.pool.PoolRecord;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClientException;
@@ -47,10 +51,11 @@ public final class PoolReconciler implements AutoCloseable {
 
     private static final Logger LOGGER = Logger.getLogger(PoolReconciler.class.getName());
     private static final Duration PERIOD = Duration.ofSeconds(5);
-    private static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
-    private static final Duration MAX_BACKOFF = Duration.ofSeconds(60);
-    /** The {@code claimed-by} suffix of a warm pod the leader takes to trim the pool (not a run). */
-    static final String TRIM_CLAIM = "/pool-trim";
+    /** A create the informer has not shown after this long no longer counts (pool pods and warm tool pods alike). */
+    static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
+    /** The wait after a failed create: this long, doubled after each failure since, at most {@link #LONGEST_RETRY}. */
+    static final Duration FIRST_RETRY = Duration.ofSeconds(2);
+    static final Duration LONGEST_RETRY = Duration.ofSeconds(60);
     private static final Duration FIXED_POOL_SHRINK_AFTER = Duration.ofMinutes(5);
     /** A pod created by the leader that has not become ready after this long is no longer timed. */
     private static final Duration START_TIMING_EXPIRY = Duration.ofMinutes(10);
@@ -110,6 +115,7 @@ public final class PoolReconciler implements AutoCloseable {
     private final Clock clock;
 
     private final IdlePodCleaner cleaner;
+    private final ReservationLapse lapse;
     private final WarmToolPodKeeper warmToolPods;
     private final PoolDemand demand;
     /** Unused pool pods of the last pass: one gone from the pool since was taken by a run, unless the leader took it. */
@@ -121,10 +127,10 @@ public final class PoolReconciler implements AutoCloseable {
     private PoolRecord.Demand lastPublished;
     private Instant lastPublishedAt = Instant.MIN;
     private final CoalescedPasses passes;
-    private final Map<String, Instant> pendingCreates = new ConcurrentHashMap<>();
+    /** Pool pods created that the informer has not shown yet, by the revision of the spec they were made from. */
+    private final PendingCreates<String> pendingCreates = new PendingCreates<>(PENDING_CREATE_EXPIRY);
+    private final ExponentialBackoff createBackoff = new ExponentialBackoff(FIRST_RETRY, LONGEST_RETRY);
     private volatile boolean leading;
-    private Duration backoff = Duration.ZERO;
-    private Instant nextCreateAllowed = Instant.MIN;
 
     /**
      * @param snippets  snippet pod informer
@@ -174,6 +180,7 @@ public final class PoolReconciler implements AutoCloseable {
         this.replicaId = replicaId;
         this.clock = clock;
         this.cleaner = new IdlePodCleaner(writes, limits, clock);
+        this.lapse = new ReservationLapse(writes, limits.reservationLapseGrace());
         this.demand = new PoolDemand(limits.target(), limits.poolMax(), limits.shrinkAfter());
         this.passes = new CoalescedPasses("pool-reconciler", this::reconcile);
     }
@@ -240,8 +247,8 @@ public final class PoolReconciler implements AutoCloseable {
         deleteFinished(pods.finished());
         deleteLapsedReservations(pods.lapsed(), now);
         deleteOrphanedClaims(pods.orphaned());
-        forgetCreatesSeen(pods.seen(), now);
-        int have = pods.unclaimed().size() + pendingCreates.size();
+        pendingCreates.forgetShownOrExpired(pods.seen()::contains, now);
+        int have = pods.unclaimed().size() + pendingCreates.count();
         if (have < target) {
             refill(target - have, now);
         } else if (pods.unclaimed().size() > target) {
@@ -273,7 +280,7 @@ public final class PoolReconciler implements AutoCloseable {
                 if (unused(pod) || orphanedClaim(pod, now)) {
                     sorted.finished().add(pod);
                 }
-            } else if (PodStates.isLabelledReserved(pod) && lapsed(pod, now)) {
+            } else if (PodStates.isLabelledReserved(pod) && lapse.lapsed(pod, now)) {
                 sorted.lapsed().add(pod);
             } else if (unused(pod)) {
                 if (spec.isCurrent(pod)) {
@@ -330,7 +337,7 @@ public final class PoolReconciler implements AutoCloseable {
 
     private static boolean takenByRun(Pod pod) {
         return SandboxLabels.STATE_CLAIMED.equals(PodStates.labels(pod).get(SandboxLabels.STATE))
-                && !String.valueOf(PodStates.annotations(pod).get(SandboxLabels.CLAIMED_BY)).endsWith(TRIM_CLAIM);
+                && !PoolMarks.takenByLeader(pod);
     }
 
     /** Publishes the leader's figures for every replica's {@code GET /v1/pool} and metrics. */
@@ -365,7 +372,7 @@ public final class PoolReconciler implements AutoCloseable {
             String name = pod.getMetadata().getName();
             // Confirmed on the API server's copy first; if renewed meanwhile (the cache lags) or not readable
             // now, it is left out of this pass and looked at again in the next.
-            if (lapsedOnServer(name, now)) {
+            if (lapse.confirmed(name, now).isPresent()) {
                 removedByLeader.add(name);
                 LOGGER.warning("pool pod " + name + " reserved by " + PodStates.annotations(pod)
                         .get(SandboxLabels.CLAIMED_BY) + " until " + PodStates.reservedUntil(pod)
@@ -383,12 +390,6 @@ public final class PoolReconciler implements AutoCloseable {
         }
     }
 
-    /** Creates the informer has shown count as pods from now on; a create never shown is forgotten after a while. */
-    private void forgetCreatesSeen(Set<String> seen, Instant now) {
-        pendingCreates.keySet().removeIf(seen::contains);
-        pendingCreates.values().removeIf(at -> at.plus(PENDING_CREATE_EXPIRY).isBefore(now));
-    }
-
     private void replaceOutdated(List<Pod> outdated) {
         for (Pod pod : outdated) {
             takeAndDelete(pod, "built from an earlier pod spec (revision " + PodStates.labels(pod)
@@ -401,46 +402,26 @@ public final class PoolReconciler implements AutoCloseable {
         return PodStates.isLabelledWarm(pod) || PodStates.isLabelledReserved(pod);
     }
 
-    /** A reservation past its end (with room for clock skew between replicas): its holder is gone. */
-    private boolean lapsed(Pod pod, Instant now) {
-        return PodStates.reservedUntil(pod).plus(limits.reservationLapseGrace()).isBefore(now);
-    }
-
-    /**
-     * The informer's copy may lag (its watch re-established after an API-server outage, say) while the holder renewed
-     * the reservation: a lapse is confirmed on the API server's own copy before the pod is deleted.
-     */
-    private boolean lapsedOnServer(String name, Instant now) {
-        try {
-            Pod fresh = writes.fetch(name);
-            return fresh != null && PodStates.isLabelledReserved(fresh) && lapsed(fresh, now);
-        } catch (KubernetesClientException e) {
-            LOGGER.fine(() -> "could not read pod " + name + " to confirm its lapse: " + PodWrites.describe(e));
-            return false;
-        }
-    }
 
     private boolean orphanedClaim(Pod pod, Instant now) {
         return PodStates.claimedAt(pod).plus(limits.orphanedClaimAfter()).isBefore(now);
     }
 
     private void refill(int missing, Instant now) {
-        if (now.isBefore(nextCreateAllowed)) {
+        if (!createBackoff.allows(now)) {
             return;
         }
         for (int i = 0; i < missing; i++) {
             try {
                 Pod created = writes.create(spec.poolPod());
-                pendingCreates.put(created.getMetadata().getName(), now);
+                pendingCreates.created(created.getMetadata().getName(), spec.revision(), now);
                 starting.put(created.getMetadata().getName(), now);
                 counters.podCreated();
-                backoff = Duration.ZERO;
+                createBackoff.succeeded();
                 LOGGER.fine(() -> "created pool pod " + created.getMetadata().getName());
             } catch (KubernetesClientException e) {
-                backoff = backoff.isZero() ? Duration.ofSeconds(2)
-                        : (backoff.multipliedBy(2).compareTo(MAX_BACKOFF) > 0 ? MAX_BACKOFF : backoff.multipliedBy(2));
-                nextCreateAllowed = now.plus(backoff);
-                LOGGER.warning("could not create a pool pod (retrying in " + backoff.toSeconds() + "s): "
+                Duration retryIn = createBackoff.failed(now);
+                LOGGER.warning("could not create a pool pod (retrying in " + retryIn.toSeconds() + "s): "
                                        + PodWrites.describe(e));
                 return;
             }
@@ -460,7 +441,7 @@ public final class PoolReconciler implements AutoCloseable {
 
     /** Claims a warm pod first (so that no request takes it meanwhile), then deletes it. */
     private void takeAndDelete(Pod pod, String why) {
-        Pod taken = PoolMarks.claimed(pod, replicaId + TRIM_CLAIM, clock.instant(), null);
+        Pod taken = PoolMarks.claimed(pod, replicaId + PoolMarks.TRIM_SUFFIX, clock.instant(), null);
         if (writes.updateIfUnchanged(taken).outcome() == PodWrites.Outcome.UPDATED) {
             removedByLeader.add(pod.getMetadata().getName());
             LOGGER.info(why + pod.getMetadata().getName());

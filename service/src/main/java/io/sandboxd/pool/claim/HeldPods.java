@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.claim;
 
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;

@@ -1,4 +1,4 @@
-package io.sandboxd.pool;
+package io.sandboxd.pool.control;
 
 import java.time.Duration;
 import java.time.Clock;
@@ -9,6 +9,7 @@ import java.util.logging.Logger;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
+import io.sandboxd.pool.PoolMarks;
 
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -54,7 +55,7 @@ final class IdlePodCleaner {
             Instant lastUsed = PodStates.lastUsedAt(pod);
             if (lastUsed.plus(limits.sessionIdleAfter()).isBefore(now)) {
                 expire(pod, "idle since " + lastUsed);
-            } else if (SessionPods.pastLifetime(pod, limits.sessionMaxLifetime(), now)
+            } else if (PoolMarks.pastLifetime(pod, limits.sessionMaxLifetime(), now)
                     && lastUsed.plus(limits.orphanedClaimAfter()).isBefore(now)) {
                 // Past its lifetime no run starts on it; one that started before has ended by now.
                 expire(pod, "started " + PodStates.claimedAt(pod) + ", past its lifetime of "
