@@ -17,7 +17,7 @@ LOCAL_REGISTRY := localhost:5000
 # Extra Maven flags for `make e2e`, e.g. -De2e.chart=... -De2e.imageValues=... to install from a published release.
 E2E_FLAGS ?=
 
-.PHONY: help build format verify docs unit-test adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
+.PHONY: help build format verify lint docs unit-test adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -28,10 +28,14 @@ build: ## compile the service (jar + libs) without running tests
 format: ## fix what the formatter check reports (spotless:apply on every Java module)
 	$(MVN) spotless:apply
 
-verify: ## the fast lane, no cluster: commit subjects, generated docs fresh, the formatter check and every unit test
+verify: ## the fast lane, no cluster: commit subjects, generated docs fresh, the Python linters, the formatter check and every unit test
 	bash .ci/commit-subjects.sh
 	bash charts/helm-docs.sh --check
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit-test
+
+lint: ## ruff and mypy on toolrunner/, configured in its pyproject.toml (their venv: /var/cache/sandboxd/lint-venv, made once)
+	lint_python=$$(bash toolrunner/lint-venv.sh) && cd toolrunner && "$$lint_python" -m ruff check . && "$$lint_python" -m mypy
 
 docs: ## regenerate the chart README's values reference from values.yaml (helm-docs, built once from the Go module proxy)
 	bash charts/helm-docs.sh

@@ -5,9 +5,13 @@ tool_call.py, errors.py; D7); the in-image tool runner (toolrunner.py, started b
 executor for sandboxd. Importing the package imports none of them: the package is standard library only,
 and `crusoe_adk.SandboxdCodeExecutor`, the one piece that needs google-adk (the `adk` extra), is imported
 when first used."""
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what a type checker sees of the lazy attribute below
+    from .code_executor import SandboxdCodeExecutor as SandboxdCodeExecutor
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name == "SandboxdCodeExecutor":
         try:
             from .code_executor import SandboxdCodeExecutor

@@ -11,7 +11,8 @@ Each code block ADK finds in the model's answer (```python ... ```) is one POST 
 CodeExecutionInput's files as `files`. With `stateful=True`, ADK gives every run of one ADK session the
 same execution id (the ADK session's id); with the app's name and the user's id it makes sandboxd's `session_id`
 (D4, `adk-` and a hash of the three), so variables and files persist from one code block to the next, and two
-users whose sessions have the same name never share an interpreter. Otherwise every block runs in a fresh single-use pod.
+users whose sessions have the same name never share an interpreter. Otherwise every block runs in a fresh
+single-use pod.
 
 This module needs google-adk (`pip install 'crusoe-adk[adk]'`); the rest of the package does not, and
 `import crusoe_adk` does not import this module until `crusoe_adk.SandboxdCodeExecutor` is first used.
@@ -30,7 +31,8 @@ import logging
 import mimetypes
 import os
 import threading
-from typing import Any, Optional
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from google.adk.code_executors.base_code_executor import BaseCodeExecutor
 from google.adk.code_executors.code_execution_utils import CodeExecutionInput, CodeExecutionResult, File
@@ -39,6 +41,9 @@ from pydantic import Field, PrivateAttr, model_validator
 from crusoe_core.adapter import internal_caller_headers
 
 from .tools import interpreter_timeout_s, post_execute, server_max_timeout_s
+
+if TYPE_CHECKING:
+    from google.adk.agents.invocation_context import InvocationContext
 
 LOG = logging.getLogger("crusoe_adk.code_executor")
 
@@ -57,14 +62,14 @@ class SandboxdCodeExecutor(BaseCodeExecutor):
     """Runs the model's code blocks in sandboxd (POST /v1/execute): a fresh single-use pod per block or,
     with stateful=True, one interpreter per ADK session (sandboxd's session_id)."""
 
-    base_url: Optional[str] = None
+    base_url: str | None = None
     """sandboxd's address; default $SANDBOX_URL, read at each run."""
 
-    timeout_s: Optional[int] = None
+    timeout_s: int | None = None
     """A run's deadline in seconds (1 to SANDBOX_MAX_TIMEOUT_S, default 60). Default: ADK's
     `timeout_seconds` if set, else $CODE_INTERPRETER_TIMEOUT_S (default 20)."""
 
-    headers: Optional[dict[str, str]] = Field(default=None, exclude=True, repr=False)
+    headers: dict[str, str] | None = Field(default=None, exclude=True, repr=False)
     """The Authorization header(s) to send; default crusoe_core.adapter.internal_caller_headers(), read at
     each run so a rotated token file is picked up. Never serialised or shown in repr (it holds the token)."""
 
@@ -72,7 +77,7 @@ class SandboxdCodeExecutor(BaseCodeExecutor):
     _seen: Any = PrivateAttr(default_factory=collections.OrderedDict)
 
     @model_validator(mode="after")
-    def _check_timeout(self):
+    def _check_timeout(self) -> SandboxdCodeExecutor:
         for name in ("timeout_s", "timeout_seconds"):
             value = getattr(self, name)
             if value is None:
@@ -85,7 +90,8 @@ class SandboxdCodeExecutor(BaseCodeExecutor):
             break  # timeout_s wins; a timeout_seconds it overrides is not used
         return self
 
-    def execute_code(self, invocation_context, code_execution_input: CodeExecutionInput) -> CodeExecutionResult:
+    def execute_code(self, invocation_context: InvocationContext,
+                     code_execution_input: CodeExecutionInput) -> CodeExecutionResult:
         """One POST /v1/execute. Never raises for the sandbox's failures: they come back as stderr, which ADK
         shows the model (and counts against error_retry_attempts)."""
         try:
@@ -96,26 +102,29 @@ class SandboxdCodeExecutor(BaseCodeExecutor):
             session_id = (_session_id(invocation_context, code_execution_input.execution_id)
                           if self.stateful and code_execution_input.execution_id else None)
             sent = {file.name: _content_bytes(file) for file in code_execution_input.input_files}
-            body = {"language": "python", "code": code_execution_input.code, "timeout_s": self._timeout_s(),
-                    "files": [{"path": path, "content_b64": base64.b64encode(content).decode("ascii")}
-                              for path, content in sent.items()]}
+            body: dict[str, Any] = {
+                "language": "python", "code": code_execution_input.code, "timeout_s": self._timeout_s(),
+                "files": [{"path": path, "content_b64": base64.b64encode(content).decode("ascii")}
+                          for path, content in sent.items()]}
             if session_id:
                 body["session_id"] = session_id
             headers = dict(self.headers) if self.headers is not None else internal_caller_headers()
         except (SandboxError, ValueError, RuntimeError) as error:  # RuntimeError: MissingTokenError
             return CodeExecutionResult(stderr=_as_sandbox_error(error))
-        reply, error = post_execute(base_url, body, headers)
-        if error:
-            return CodeExecutionResult(stderr=error)
+        reply, failure = post_execute(base_url, body, headers)
+        if failure:
+            return CodeExecutionResult(stderr=failure)
+        assert reply is not None  # post_execute gives one of the two
         try:
             return self._result(reply, sent, session_id)
         except SandboxError as error:
             return CodeExecutionResult(stderr=_as_sandbox_error(error))
 
-    def _timeout_s(self):
+    def _timeout_s(self) -> int:
         return self.timeout_s or self.timeout_seconds or interpreter_timeout_s()
 
-    def _result(self, reply, sent, session_id):
+    def _result(self, reply: Mapping[str, Any], sent: Mapping[str, bytes],
+                session_id: str | None) -> CodeExecutionResult:
         stdout, stderr, exit_code = reply.get("stdout"), reply.get("stderr"), reply.get("exit_code")
         if not isinstance(stdout, str) or not isinstance(stderr, str) or type(exit_code) is not int:
             raise SandboxError("invalid response from the sandbox service")
@@ -136,7 +145,8 @@ class SandboxdCodeExecutor(BaseCodeExecutor):
         return CodeExecutionResult(stdout=stdout, stderr=_joined(stdout, stderr), exit_code=exit_code,
                                    output_files=self._new_files(files, sent, session_id))
 
-    def _new_files(self, files, sent, session_id):
+    def _new_files(self, files: list[tuple[str, bytes]], sent: Mapping[str, bytes],
+                   session_id: str | None) -> list[File]:
         """The files the run made or changed. sandboxd answers with every file of the working directory, the
         input files among them and, in a session, those of earlier runs: each would become a new version of
         an ADK artifact on every run."""
@@ -153,7 +163,7 @@ class SandboxdCodeExecutor(BaseCodeExecutor):
                 for path, content in files if unchanged.get(path) != digests[path]]
 
 
-def _content_bytes(file):
+def _content_bytes(file: File) -> bytes:
     """An ADK File's content as bytes: bytes are the content itself, a str is its base64 (as ADK's own
     get_content_as_bytes reads them)."""
     if isinstance(file.content, bytes):
@@ -165,13 +175,13 @@ def _content_bytes(file):
                            f"content)") from None
 
 
-def _reply_files(entries):
+def _reply_files(entries: object) -> list[tuple[str, bytes]]:
     """[(path, bytes)] from the answer's `files`."""
     if entries is None:
         return []
     if not isinstance(entries, list):
         raise SandboxError("invalid response from the sandbox service")
-    files = []
+    files: list[tuple[str, bytes]] = []
     for entry in entries:
         path = entry.get("path") if isinstance(entry, dict) else None
         content_b64 = entry.get("content_b64") if isinstance(entry, dict) else None
@@ -184,19 +194,19 @@ def _reply_files(entries):
     return files
 
 
-def _joined(first, second):
+def _joined(first: str, second: str) -> str:
     """Two outputs, the second on a line of its own."""
     if first and second and not first.endswith("\n"):
         return f"{first}\n{second}"
     return first + second
 
 
-def _as_sandbox_error(error):
+def _as_sandbox_error(error: BaseException) -> str:
     text = str(error)
     return text if text.startswith("sandbox error: ") else f"sandbox error: {text}"
 
 
-def _session_id(invocation_context, execution_id):
+def _session_id(invocation_context: InvocationContext, execution_id: str) -> str:
     """sandboxd's session_id for one ADK session: ADK's session ids are unique per app and user only, sandboxd keys a
     session by project and session_id, so the app and the user go into it (each part length-prefixed)."""
     digest = hashlib.sha256()

@@ -5,13 +5,14 @@ a ToolSandboxError subclass, one per kind, carrying sandboxd's contract message 
 HTTP status, so an agent (or ADK's on_tool_error_callback) can tell "my tool raised" from "the
 sandbox could not run it" and act on each (retry later, redeploy, fix the tool).
 """
+from collections.abc import Iterable
 
 
 class ToolError(Exception):
     """The tool ran in its sandbox and raised: str(error) is the tool's own text,
     "<ExceptionType>: <message>", as the tool runner reported it."""
 
-    def __init__(self, tool, text, sandbox_id=None):
+    def __init__(self, tool: str, text: str, sandbox_id: str | None = None) -> None:
         super().__init__(text)
         self.tool = tool
         self.text = text
@@ -22,7 +23,7 @@ class ToolRefused(RuntimeError):
     """D7: a tool that cannot be relocated into a sandbox; the agent must not start (TOOL_SANDBOX=true).
     `problems` lists (tool name, reason) for every tool that failed the check."""
 
-    def __init__(self, problems):
+    def __init__(self, problems: Iterable[tuple[str, str]]) -> None:
         self.problems = list(problems)
         lines = "\n".join(f"  - {name}: {reason}" for name, reason in self.problems)
         super().__init__(
@@ -38,7 +39,7 @@ class ToolSandboxError(RuntimeError):
 
     explanation = "sandboxd could not run the tool call"
 
-    def __init__(self, tool, status, detail, hint=None):
+    def __init__(self, tool: str, status: int | None, detail: str, hint: str | None = None) -> None:
         self.tool = tool
         self.status = status
         self.detail = detail
@@ -53,7 +54,7 @@ class SandboxAuthError(ToolSandboxError):
     """401: the agent's internal token was refused (missing, expired, forged, another audience)."""
     explanation = "sandboxd refused the agent's internal token"
 
-    def __init__(self, tool, status, detail):
+    def __init__(self, tool: str, status: int | None, detail: str) -> None:
         super().__init__(tool, status, detail,
                          "redeploy the agent so the control plane mints it a current token")
 
@@ -62,7 +63,7 @@ class ToolImageRefused(ToolSandboxError):
     """403: the image is not the one the project's token names, or sandboxd requires it by digest."""
     explanation = "sandboxd refused the agent's image"
 
-    def __init__(self, tool, status, detail):
+    def __init__(self, tool: str, status: int | None, detail: str) -> None:
         super().__init__(tool, status, detail,
                          "tool calls run only in the image the project's token names (by digest where "
                          "sandboxd requires one); redeploy the agent so its token names its current image")
@@ -72,7 +73,7 @@ class ToolArgumentsTooLarge(ToolSandboxError):
     """413: the call's body (its arguments) is over sandboxd's limit (1 MiB by default)."""
     explanation = "the tool's arguments are too large for a sandboxed call"
 
-    def __init__(self, tool, status, detail):
+    def __init__(self, tool: str, status: int | None, detail: str) -> None:
         super().__init__(tool, status, detail, "pass a reference (a URL, an id) instead of the data")
 
 
@@ -81,7 +82,7 @@ class ToolCallRateLimited(ToolSandboxError):
     when it gave none); the call was retried while the wait was short, and this is raised after."""
     explanation = "a per-project limit of sandboxd was reached"
 
-    def __init__(self, tool, status, detail, retry_after=None):
+    def __init__(self, tool: str, status: int | None, detail: str, retry_after: float | None = None) -> None:
         self.retry_after = retry_after
         hint = f"retry after {retry_after:g} s" if retry_after is not None else "retry later"
         super().__init__(tool, status, detail, hint)
@@ -107,5 +108,6 @@ class InvalidSandboxReply(ToolSandboxError):
     explanation = "sandboxd's reply was not a tool-call result"
 
 
-BY_STATUS = {401: SandboxAuthError, 403: ToolImageRefused, 413: ToolArgumentsTooLarge,
-             429: ToolCallRateLimited, 502: ToolExecutionFailed, 503: ToolSandboxUnavailable}
+BY_STATUS: dict[int, type[ToolSandboxError]] = {
+    401: SandboxAuthError, 403: ToolImageRefused, 413: ToolArgumentsTooLarge,
+    429: ToolCallRateLimited, 502: ToolExecutionFailed, 503: ToolSandboxUnavailable}

@@ -11,8 +11,9 @@ URL-safe base64 without padding, main container only), and presents the secret a
 object sees the verifier, which opens nothing. NetworkPolicy admits only sandboxd to port 8080, but traffic
 from the node, and so from any hostNetwork pod of any namespace, always passes: the server itself
 must refuse everybody else. `take_token` reads the verifier once, at start, and removes it before any
-untrusted code can run (it opens nothing, but the snippet has no business with it): from os.environ (so no child inherits it) and from the C environment block,
-whose bytes /proc/<pid>/environ shows and which unsetenv() alone leaves in place (overwritten).
+untrusted code can run (it opens nothing, but the snippet has no business with it): from os.environ (so no
+child inherits it) and from the C environment block, whose bytes /proc/<pid>/environ shows and which
+unsetenv() alone leaves in place (overwritten).
 
 Non-dumpable. Untrusted code runs as the same uid as the server (PID 1 of the pod), which holds the
 container's stdout and stderr, i.e. the pod log. Same uid is enough to open /proc/1/fd/1 and write
@@ -39,7 +40,7 @@ PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 
 
-def verifier(secret):
+def verifier(secret: str) -> str:
     """What a pod holds to check `secret`: its SHA-256, URL-safe base64 without padding."""
     digest = hashlib.sha256(secret.encode("ascii")).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
@@ -48,30 +49,30 @@ def verifier(secret):
 class PodToken:
     """Checks the pod's secret against its verifier, in constant time."""
 
-    def __init__(self, verifier_text):
+    def __init__(self, verifier_text: str) -> None:
         self._verifier = verifier_text.encode("utf-8", "surrogateescape")
 
-    def accepts(self, authorization):
+    def accepts(self, authorization: str | None) -> bool:
         """Whether an Authorization header value is `Bearer <this pod's secret>`."""
         scheme, _, presented = (authorization or "").strip().partition(" ")
         if scheme.lower() != "bearer":
             return False
         try:
-            presented = verifier(presented.strip()).encode("ascii")
+            presented_verifier = verifier(presented.strip()).encode("ascii")
         except UnicodeEncodeError:
             return False
-        return hmac.compare_digest(presented, self._verifier)
+        return hmac.compare_digest(presented_verifier, self._verifier)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "PodToken(***)"
 
 
-def needs_token(path):
+def needs_token(path: str) -> bool:
     """Every path but /healthz (the kubelet's readiness probe and sandboxd's reachability probe)."""
     return path.split("?", 1)[0] not in OPEN_PATHS
 
 
-def take_token(program):
+def take_token(program: str) -> PodToken:
     """The pod's secret's verifier, removed from this process's environment; SystemExit when absent (fail closed)."""
     value = os.environ.get(TOKEN_ENV, "")
     entries = c_environment_entries(TOKEN_ENV)
@@ -87,7 +88,7 @@ def take_token(program):
     return PodToken(value)
 
 
-def c_environment_entries(name):
+def c_environment_entries(name: str) -> list[tuple[int, int]]:
     """[(address, length)] of every `name=...` string in the C environment (libc's `environ`)."""
     prefix = name.encode() + b"="
     try:
@@ -104,7 +105,7 @@ def c_environment_entries(name):
     return entries
 
 
-def make_undumpable(program):
+def make_undumpable(program: str) -> None:
     """prctl(PR_SET_DUMPABLE, 0) on this process; SystemExit if that does not hold (fail closed)."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:

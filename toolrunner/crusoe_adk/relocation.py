@@ -53,6 +53,8 @@ import re
 import sys
 import types
 import typing
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from typing import Any, NoReturn, TypeVar
 
 from . import tool_call
 from .errors import ToolRefused
@@ -69,10 +71,14 @@ EVERY_TOOL = "every tool"
 ACCEPTED = ("str, int, float, bool, None, list, dict, list[T], dict[str, T], Optional/Union, "
             "Literal, TypedDict, Any, or no annotation")
 
+ToolFunction = TypeVar("ToolFunction", bound=Callable[..., Any])
+# What stops start-up, as ToolRefused lists it: (tool name, reason), the name EVERY_TOOL for a setting.
+Problems = list[tuple[str, str]]
+
 
 # --- D7: the switch --------------------------------------------------------------------------------
 
-def tool_sandbox_enabled(environ=None):
+def tool_sandbox_enabled(environ: Mapping[str, str] | None = None) -> bool:
     """TOOL_SANDBOX: unset, empty or "true" -> True; "false" -> False; anything else refuses start-up
     (a typo must not silently turn isolation off, nor leave an owner believing it is off)."""
     raw = (os.environ if environ is None else environ).get("TOOL_SANDBOX", "").strip()
@@ -83,7 +89,7 @@ def tool_sandbox_enabled(environ=None):
     raise ValueError(f"TOOL_SANDBOX must be true or false, got {raw!r}")
 
 
-def prepare(target, environ=None):
+def prepare(target: Any, environ: Mapping[str, str] | None = None) -> Any:
     """What the agent runtime's entry point does before serving: relocates every tool of `target` (an
     ADK agent or App, or a list of tool functions) when TOOL_SANDBOX is on, and returns what to serve
     (the same agent, relocated in place; for a list, a new list). Raises ToolRefused (D7) when a tool
@@ -108,9 +114,9 @@ def prepare(target, environ=None):
     return relocated
 
 
-def call_setting_problems():
+def call_setting_problems() -> Problems:
     from crusoe_core.adapter import agent_image
-    problems = []
+    problems: Problems = []
     for check in (tool_call.sandbox_url, agent_image, tool_call.call_timeout_s):
         try:
             check()
@@ -121,10 +127,11 @@ def call_setting_problems():
 
 # --- the function form: a plain list of tool functions (any framework) ------------------------------
 
-def relocate_tools(tools):
+def relocate_tools(tools: Iterable[Any]) -> list[Any]:
     """A new list in which each tool function is replaced by its sandboxed proxy (run_python and
     already relocated tools are kept). Raises ToolRefused naming every tool that cannot be."""
-    relocated, problems = [], []
+    relocated: list[Any] = []
+    problems: Problems = []
     for tool in tools:
         if not needs_relocation(tool):
             relocated.append(tool)
@@ -139,17 +146,19 @@ def relocate_tools(tools):
     return relocated
 
 
-def relocate(function):
+def relocate(function: ToolFunction) -> ToolFunction:
     """The proxy of one tool function (ToolRefused if it cannot be relocated)."""
-    return relocate_tools([function])[0]
+    proxy: ToolFunction = relocate_tools([function])[0]  # with the function's very signature
+    return proxy
 
 
 # --- ADK agents, walked by duck typing --------------------------------------------------------------
 
-def relocate_agent(agent, dry_run=False):
+def relocate_agent(agent: Any, dry_run: bool = False) -> Any:
     """Relocates, in place, every tool of an ADK agent or App, its sub-agents and AgentTools' agents.
     Either every tool is relocated or none is (ToolRefused lists all problems); `dry_run` only checks."""
-    changes, problems = [], []
+    changes: list[tuple[Any, int, Any, Any]] = []
+    problems: Problems = []
     for owner, index, tool in walk_agent_tools(agent):
         if not needs_relocation(tool):
             continue
@@ -180,7 +189,7 @@ def relocate_agent(agent, dry_run=False):
     return agent
 
 
-def walk_agent_tools(agent, seen=None):
+def walk_agent_tools(agent: Any, seen: set[int] | None = None) -> Iterator[tuple[Any, int, Any]]:
     """(agent, index in agent.tools, tool) for every tool of the agent tree."""
     seen = set() if seen is None else seen
     if agent is None or id(agent) in seen:
@@ -197,29 +206,29 @@ def walk_agent_tools(agent, seen=None):
         yield from walk_agent_tools(sub_agent, seen)
 
 
-def iter_tools(target):
+def iter_tools(target: Any) -> list[Any]:
     if isinstance(target, (list, tuple)):
         return list(target)
     return [tool for _owner, _index, tool in walk_agent_tools(target)]
 
 
-def adk_classes(tool):
+def adk_classes(tool: object) -> list[type]:
     return [cls for cls in type(tool).__mro__ if cls.__module__.startswith("google.adk.")]
 
 
-def adk_class(tool, name):
+def adk_class(tool: object, name: str) -> type | None:
     return next((cls for cls in adk_classes(tool) if cls.__name__ == name), None)
 
 
-def is_adk_tool(tool):
+def is_adk_tool(tool: object) -> bool:
     return adk_class(tool, "BaseTool") is not None or adk_class(tool, "BaseToolset") is not None
 
 
-def is_adk_function_tool(tool):
+def is_adk_function_tool(tool: object) -> bool:
     return adk_class(tool, "FunctionTool") is not None
 
 
-def adk_tool_problem(tool):
+def adk_tool_problem(tool: object) -> str | None:
     """Why an ADK tool object cannot be left to run in the agent, or None."""
     kind = type(tool).__name__
     if adk_class(tool, "BaseToolset") is not None:
@@ -246,30 +255,31 @@ def adk_tool_problem(tool):
 
 # --- which tools, and the check -------------------------------------------------------------------
 
-def already_sandboxed(function):
+def already_sandboxed(function: object) -> bool:
     """Platform tools that run their work in a sandbox themselves (run_python), never relocated."""
     from . import tools as platform_tools
     return function is platform_tools.run_python
 
 
-def needs_relocation(tool):
+def needs_relocation(tool: object) -> bool:
     function = getattr(tool, "func", None) if is_adk_function_tool(tool) else tool
     return not (already_sandboxed(function) or hasattr(function, MARKER))
 
 
-def tool_name(tool):
+def tool_name(tool: object) -> str:
     function = getattr(tool, "func", tool) if is_adk_function_tool(tool) else tool
     name = getattr(tool, "name", None) if is_adk_tool(tool) else None
-    return name or getattr(function, "__qualname__", None) or getattr(function, "__name__", None) \
+    found: str = name or getattr(function, "__qualname__", None) or getattr(function, "__name__", None) \
         or type(tool).__name__
+    return found
 
 
-def check_tool(function):
+def check_tool(function: Any) -> list[str]:
     """Every reason `function` cannot be relocated (D7); empty when it can."""
     kind = callable_kind(function)
     if kind:
         return [kind]
-    reasons = []
+    reasons: list[str] = []
     module_name, name, qualname = function.__module__, function.__name__, function.__qualname__
     if name == "<lambda>":
         return ["a lambda has no name the sandbox can import it by; define it with def at the top "
@@ -304,7 +314,7 @@ def check_tool(function):
     return reasons
 
 
-def callable_kind(function):
+def callable_kind(function: object) -> str | None:
     """Why a callable is not a plain function, or None."""
     if inspect.isfunction(function):
         return None
@@ -323,7 +333,7 @@ def callable_kind(function):
     return f"not callable ({type(function).__name__})"
 
 
-def parameter_problems(function, parameter):
+def parameter_problems(function: Callable[..., Any], parameter: inspect.Parameter) -> list[str]:
     name = parameter.name
     if is_context_parameter(function, parameter):
         if parameter.default is inspect.Parameter.empty:
@@ -347,7 +357,7 @@ def parameter_problems(function, parameter):
     return []
 
 
-def is_context_parameter(function, parameter):
+def is_context_parameter(function: Callable[..., Any], parameter: inspect.Parameter) -> bool:
     if parameter.name == CONTEXT_PARAMETER:
         return True
     annotation = parameter.annotation
@@ -360,14 +370,14 @@ def is_context_parameter(function, parameter):
     return is_adk_context_type(annotation)
 
 
-def is_adk_context_type(annotation):
+def is_adk_context_type(annotation: object) -> bool:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         return any(is_adk_context_type(arm) for arm in typing.get_args(annotation))
     return isinstance(annotation, type) and annotation.__module__.startswith("google.adk.") \
         and annotation.__name__ in ADK_CONTEXT_TYPES
 
 
-def resolve_annotation(function, name, annotation):
+def resolve_annotation(function: Callable[..., Any], name: str, annotation: Any) -> tuple[Any, str | None]:
     """(annotation with string forward references resolved in the tool's module, problem or None)."""
     if not isinstance(annotation, str) and not _has_forward_refs(annotation):
         return annotation, None
@@ -384,21 +394,22 @@ class _AnnotationHolder:
     pass
 
 
-def annotation_globals(function):
+def annotation_globals(function: Any) -> dict[str, Any]:
     """The namespace typing.get_type_hints resolves a function's string annotations in: that of the
     innermost function behind functools.wraps decorators."""
     while hasattr(function, "__wrapped__"):
         function = function.__wrapped__
-    return getattr(function, "__globals__", {})
+    namespace: dict[str, Any] = getattr(function, "__globals__", {})
+    return namespace
 
 
-def _has_forward_refs(annotation):
+def _has_forward_refs(annotation: object) -> bool:
     if isinstance(annotation, (str, typing.ForwardRef)):
         return True
     return any(_has_forward_refs(arg) for arg in typing.get_args(annotation))
 
 
-def json_type_problem(annotation):
+def json_type_problem(annotation: Any) -> str | None:
     """None when values of this (resolved) annotation travel as JSON unchanged, else what does not."""
     if annotation is inspect.Parameter.empty or annotation is typing.Any or annotation is None \
             or annotation is type(None):
@@ -431,7 +442,7 @@ def json_type_problem(annotation):
     return f"{annotation_text(annotation)} is not a JSON type"
 
 
-def annotation_text(annotation):
+def annotation_text(annotation: Any) -> str:
     if isinstance(annotation, str):
         return annotation
     if isinstance(annotation, type) and typing.get_origin(annotation) is None:
@@ -441,7 +452,7 @@ def annotation_text(annotation):
 
 # --- the proxy ------------------------------------------------------------------------------------
 
-def make_proxy(function):
+def make_proxy(function: Callable[..., Any]) -> types.FunctionType:
     """A function that looks exactly like `function` to ADK and to the model (name, qualname, module,
     docstring, signature, annotations, async-ness, and the module globals its string annotations
     resolve in) and runs it through POST /v1/call. It keeps no reference to `function`: nothing
@@ -451,9 +462,9 @@ def make_proxy(function):
     context_names = {p.name for p in signature.parameters.values() if is_context_parameter(function, p)}
     variadic = {p.name for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD}
 
-    def send(args, kwargs):
+    def send(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         bound = signature.bind(*args, **kwargs)
-        call_args = {}
+        call_args: dict[str, Any] = {}
         for parameter_name, value in bound.arguments.items():
             if parameter_name in context_names:
                 continue  # ADK's context stays in the agent
@@ -465,7 +476,7 @@ def make_proxy(function):
         return tool_call.call_tool(name, module_name, name, call_args)
 
     if inspect.iscoroutinefunction(function):
-        async def send_async(args, kwargs):
+        async def send_async(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             context = contextvars.copy_context()
             try:
                 return await asyncio.get_running_loop().run_in_executor(None, context.run, send, args, kwargs)
@@ -483,24 +494,24 @@ def make_proxy(function):
     proxy.__qualname__ = function.__qualname__
     proxy.__doc__ = function.__doc__
     proxy.__annotations__ = dict(function.__annotations__)
-    proxy.__signature__ = signature
+    proxy.__signature__ = signature  # type: ignore[attr-defined]  # what inspect.signature reads first
     setattr(proxy, MARKER, f"{module_name}:{name}")
     return proxy
 
 
-def _sync_template(send):
-    def proxy(*args, **kwargs):
+def _sync_template(send: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> types.FunctionType:
+    def proxy(*args: Any, **kwargs: Any) -> Any:
         return send(args, kwargs)
-    return proxy
+    return typing.cast(types.FunctionType, proxy)  # a def is one; mypy calls it a Callable
 
 
-def _async_template(send_async):
-    async def proxy(*args, **kwargs):
+def _async_template(send_async: Callable[[tuple[Any, ...], dict[str, Any]], Awaitable[Any]]) -> types.FunctionType:
+    async def proxy(*args: Any, **kwargs: Any) -> Any:
         return await send_async(args, kwargs)
-    return proxy
+    return typing.cast(types.FunctionType, proxy)
 
 
-def check_arguments(tool, call_args):
+def check_arguments(tool: str, call_args: Mapping[str, Any]) -> None:
     """TypeError naming the argument when one does not travel as JSON (checked before any call)."""
     for name, value in call_args.items():
         try:
@@ -510,5 +521,5 @@ def check_arguments(tool, call_args):
                             f"sandbox ({error})") from None
 
 
-def _refuse(value):
+def _refuse(value: object) -> NoReturn:
     raise TypeError(f"{type(value).__name__} is not JSON")

@@ -6,10 +6,11 @@
 MODULE:ATTR names the agent: an ADK agent or App (e.g. `agent:root_agent`), or a list of tool
 functions (any other framework). AGENTS_DIR is an ADK agents directory, as `adk api_server` takes:
 ADK's own AgentLoader, wrapped so every agent it loads is relocated (all are loaded at start).
-TOOL_SANDBOX is read once, before any of the agent's code runs (its module, an ADK .env file). Before anything is served, `relocation.prepare` replaces every tool
-with its sandboxed proxy (TOOL_SANDBOX=true, the default), or warns that tools run in-process
-(TOOL_SANDBOX=false). A tool that cannot be relocated stops start-up: the error names each such tool
-and why, and the process exits with status 3. The agent's author calls nothing.
+TOOL_SANDBOX is read once, before any of the agent's code runs (its module, an ADK .env file). Before
+anything is served, `relocation.prepare` replaces every tool with its sandboxed proxy (TOOL_SANDBOX=true,
+the default), or warns that tools run in-process (TOOL_SANDBOX=false). A tool that cannot be relocated
+stops start-up: the error names each such tool and why, and the process exits with status 3. The agent's
+author calls nothing.
 
 Then, for an ADK agent (google-adk installed in the agent's image), ADK's own API server serves it
 (`get_fast_api_app` with a loader that hands out this one, relocated, agent; uvicorn). For a list of
@@ -32,7 +33,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from . import relocation, tool_call
 from .errors import ToolError, ToolRefused
@@ -42,38 +45,38 @@ EXIT_REFUSED = 3
 MAX_REQUEST_BYTES = 2 * 1024 * 1024
 
 
-def load(spec):
+def load(spec: str) -> Any:
     """The object named by "module:attr", imported with the working directory on sys.path."""
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"expected MODULE:ATTR (e.g. agent:root_agent), got {spec!r}")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
-    target = importlib.import_module(module_name)
+    target: Any = importlib.import_module(module_name)
     for part in attribute.split("."):
         target = getattr(target, part)
     return target
 
 
-def platform_switch(environ=None):
+def platform_switch(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """TOOL_SANDBOX as the platform set it, read before any of the agent's code runs: neither the
     agent's module (os.environ at import) nor an ADK agent's .env file can turn isolation off (D7)."""
     return {"TOOL_SANDBOX": (os.environ if environ is None else environ).get("TOOL_SANDBOX", "")}
 
 
-def load_agent(spec, switch=None):
+def load_agent(spec: str, switch: Mapping[str, str] | None = None) -> Any:
     """What the entry point serves: the agent named by `spec`, every tool relocated (or, with
     TOOL_SANDBOX=false, left in-process after a warning). Raises ToolRefused (D7)."""
     switch = platform_switch() if switch is None else switch
     return relocation.prepare(load(spec), switch)
 
 
-def is_adk_agent(target):
+def is_adk_agent(target: object) -> bool:
     return not isinstance(target, (list, tuple)) and any(
         cls.__module__.startswith("google.adk.") for cls in type(target).__mro__)
 
 
-def describe(tools):
+def describe(tools: Iterable[Any]) -> list[dict[str, Any]]:
     rows = []
     for tool in tools:
         function = getattr(tool, "func", tool) if relocation.is_adk_function_tool(tool) else tool
@@ -90,14 +93,15 @@ def describe(tools):
 
 # --- the standard-library tool endpoint (a list of tools) -------------------------------------------
 
-def tool_endpoint(tools, host, port, switch=None):
-    by_name = {}
+def tool_endpoint(tools: list[Any], host: str, port: int,
+                  switch: Mapping[str, str] | None = None) -> ThreadingHTTPServer:
+    by_name: dict[str, Any] = {}
     for tool in tools:
         by_name[getattr(tool, "__name__", relocation.tool_name(tool))] = tool
     sandboxed = relocation.tool_sandbox_enabled(switch)
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
+        def do_GET(self) -> None:
             if self.path == "/healthz":
                 self.reply(200, {"status": "ok", "tool_sandbox": sandboxed})
             elif self.path == "/tools":
@@ -105,9 +109,9 @@ def tool_endpoint(tools, host, port, switch=None):
             else:
                 self.reply(404, {"error": "not found"})
 
-        def do_POST(self):
+        def do_POST(self) -> None:
             name = self.path[len("/tools/"):] if self.path.startswith("/tools/") else None
-            tool = by_name.get(name)
+            tool = by_name.get(name) if name is not None else None
             if tool is None:
                 self.reply(404, {"error": f"no tool {name!r}"})
                 return
@@ -123,7 +127,7 @@ def tool_endpoint(tools, host, port, switch=None):
                 self.reply(400, {"error": f"invalid JSON body: {error}"})
                 return
             tool_call.last_call.set(None)
-            record = None
+            record: dict[str, Any] | None = None
             try:
                 result = tool(**args)
                 if inspect.isawaitable(result):
@@ -140,7 +144,7 @@ def tool_endpoint(tools, host, port, switch=None):
             except (TypeError, ValueError) as error:
                 self.reply(200, {"error": f"result is not JSON: {error}", "exception": "TypeError"})
 
-        def reply(self, status, body):
+        def reply(self, status: int, body: Any) -> None:
             payload = json.dumps(body).encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -149,7 +153,7 @@ def tool_endpoint(tools, host, port, switch=None):
             self.end_headers()
             self.wfile.write(payload)
 
-        def log_message(self, format, *args):
+        def log_message(self, format: str, *args: Any) -> None:
             if not self.path.startswith("/healthz"):
                 super().log_message(format, *args)
 
@@ -159,7 +163,7 @@ def tool_endpoint(tools, host, port, switch=None):
     return server
 
 
-async def _await(awaitable):
+async def _await(awaitable: Awaitable[Any]) -> tuple[Any, dict[str, Any] | None]:
     # The async proxy records its sandbox in this task's context, a copy of the caller's.
     result = await awaitable
     return result, tool_call.last_call.get()
@@ -167,25 +171,25 @@ async def _await(awaitable):
 
 # --- ADK -----------------------------------------------------------------------------------------
 
-def adk_loader(agent):
+def adk_loader(agent: Any) -> Any:
     """An ADK agent loader that hands out this one agent (already relocated) under its name."""
     from google.adk.cli.utils.base_agent_loader import BaseAgentLoader
 
     app_name = getattr(agent, "name", None) or "agent"
 
     class RelocatedAgentLoader(BaseAgentLoader):
-        def load_agent(self, agent_name):
+        def load_agent(self, agent_name: str) -> Any:
             if agent_name != app_name:
                 raise ValueError(f"no agent named {agent_name!r}; this runtime serves {app_name!r}")
             return agent
 
-        def list_agents(self):
+        def list_agents(self) -> list[str]:
             return [app_name]
 
     return RelocatedAgentLoader()
 
 
-def relocating_loader(inner, switch=None):
+def relocating_loader(inner: Any, switch: Mapping[str, str] | None = None) -> Any:
     """Wraps an ADK agent loader (e.g. ADK's own AgentLoader over an agents directory, as `adk
     api_server DIR` uses): every agent it loads has its tools relocated before it is handed out."""
     from google.adk.cli.utils.base_agent_loader import BaseAgentLoader
@@ -193,26 +197,28 @@ def relocating_loader(inner, switch=None):
     switch = platform_switch() if switch is None else switch
 
     class RelocatingAgentLoader(BaseAgentLoader):
-        def __init__(self):
-            self.prepared = {}
+        def __init__(self) -> None:
+            self.prepared: dict[str, Any] = {}
 
-        def load_agent(self, agent_name):
+        def load_agent(self, agent_name: str) -> Any:
             agent = inner.load_agent(agent_name)
             if self.prepared.get(agent_name) is not agent:
                 relocation.prepare(agent, switch)
                 self.prepared[agent_name] = agent
             return agent
 
-        def list_agents(self):
-            return inner.list_agents()
+        def list_agents(self) -> list[str]:
+            names: list[str] = inner.list_agents()
+            return names
 
-        def list_agents_detailed(self):
+        def list_agents_detailed(self) -> Any:
             return inner.list_agents_detailed()
 
     return RelocatingAgentLoader()
 
 
-def serve_adk(loader, agents_dir, host, port):  # pragma: no cover - needs google-adk; tests_adk run it
+def serve_adk(loader: Any, agents_dir: str, host: str,  # pragma: no cover - needs google-adk; tests_adk run it
+              port: int) -> None:
     import uvicorn
     from google.adk.cli.fast_api import get_fast_api_app
 
@@ -222,7 +228,7 @@ def serve_adk(loader, agents_dir, host, port):  # pragma: no cover - needs googl
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
-def load_agents_dir(agents_dir, switch):
+def load_agents_dir(agents_dir: str, switch: Mapping[str, str]) -> tuple[Any, list[Any]]:
     """ADK's AgentLoader over a directory, wrapped so every agent is relocated; all of them are loaded
     (and so relocated, or refused) now, before anything is served."""
     from google.adk.cli.utils.agent_loader import AgentLoader
@@ -234,7 +240,7 @@ def load_agents_dir(agents_dir, switch):
 
 # --- main ----------------------------------------------------------------------------------------
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m crusoe_adk.serve", description=__doc__.split("\n\n")[0])
     parser.add_argument("agent", metavar="MODULE:ATTR",
                         help="the agent (or list of tools), e.g. agent:root_agent; or an ADK agents directory")

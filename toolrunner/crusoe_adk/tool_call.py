@@ -17,6 +17,8 @@ import os
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
+from typing import Any
 
 from crusoe_core.adapter import agent_image, internal_caller_headers
 
@@ -39,15 +41,16 @@ LOG = logging.getLogger("crusoe_adk.tool_call")
 
 # The sandbox of the latest relocated call made in this context, for logs and tests:
 # {"tool", "sandbox_id", "duration_ms"}.
-last_call = contextvars.ContextVar("crusoe_adk_last_tool_call", default=None)
+last_call: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "crusoe_adk_last_tool_call", default=None)
 
 
-def call_timeout_s():
+def call_timeout_s() -> int:
     """TOOL_SANDBOX_TIMEOUT_S, checked against /v1/call's range (1-120)."""
     return seconds_from_env("TOOL_SANDBOX_TIMEOUT_S", DEFAULT_TIMEOUT_S, *TIMEOUT_RANGE_S)
 
 
-def sandbox_url():
+def sandbox_url() -> str:
     base_url = os.environ.get("SANDBOX_URL", "").rstrip("/")
     if not base_url:
         raise RuntimeError("SANDBOX_URL is not set; the platform injects it into every agent, "
@@ -55,7 +58,7 @@ def sandbox_url():
     return base_url
 
 
-def call_tool(tool, module, function, args):
+def call_tool(tool: str, module: str, function: str, args: Mapping[str, Any]) -> Any:
     """Runs `module.function(**args)` in a sandbox of the agent's image and returns its result.
 
     Raises errors.ToolError when the tool raised there, and an errors.ToolSandboxError subclass
@@ -92,11 +95,11 @@ def call_tool(tool, module, function, args):
     raise AssertionError("unreachable")
 
 
-def wait(seconds):
+def wait(seconds: float) -> None:
     time.sleep(seconds)
 
 
-def result_of(tool, raw):
+def result_of(tool: str, raw: bytes) -> Any:
     if len(raw) > MAX_REPLY_BYTES:
         raise errors.InvalidSandboxReply(tool, 200, f"reply larger than {MAX_REPLY_BYTES} bytes")
     try:
@@ -115,7 +118,7 @@ def result_of(tool, raw):
     return reply.get("result")  # omitted when the tool returned None
 
 
-def error_detail(error):
+def error_detail(error: urllib.error.HTTPError) -> str:
     raw = error.read(MAX_ERROR_BODY_BYTES)
     try:
         detail = json.loads(raw)["error"]
@@ -126,7 +129,7 @@ def error_detail(error):
     return raw.decode("utf-8", errors="replace").strip() or str(error.reason)
 
 
-def parse_retry_after(value):
+def parse_retry_after(value: str | None) -> float | None:
     """Seconds to wait from a Retry-After header (delay-seconds or an HTTP date); None if absent or bad."""
     if not value:
         return None

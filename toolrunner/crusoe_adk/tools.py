@@ -13,6 +13,8 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
+from typing import Any
 
 from crusoe_core.adapter import internal_caller_headers
 
@@ -30,7 +32,7 @@ def run_python(code: str) -> str:
     Print what you want to see. The sandbox has only the standard library and no network, and the
     run is killed after CODE_INTERPRETER_TIMEOUT_S seconds (default 20).
     """
-    body = {"language": "python", "code": code, "timeout_s": interpreter_timeout_s()}
+    body: dict[str, Any] = {"language": "python", "code": code, "timeout_s": interpreter_timeout_s()}
     session_id = conversation_session_id()
     if session_id:
         body["session_id"] = session_id
@@ -39,10 +41,14 @@ def run_python(code: str) -> str:
         raise RuntimeError("SANDBOX_URL is not set; the platform injects it into every agent, "
                            "so redeploy the agent")
     reply, error = post_execute(base_url, body, internal_caller_headers())
-    return error if error else format_run(reply)
+    if error:
+        return error
+    assert reply is not None  # post_execute gives one of the two
+    return format_run(reply)
 
 
-def post_execute(base_url, body, headers):
+def post_execute(base_url: str, body: Mapping[str, Any],
+                 headers: Mapping[str, str]) -> tuple[dict[str, Any], None] | tuple[None, str]:
     """POST `body` to {base_url}/v1/execute: (reply, None), or (None, "sandbox error: ...") for an
     HTTP error (sandboxd's message word for word, see describe_http_error), an unreachable service
     or an answer that is not a JSON object. Never raises for the sandbox's failures."""
@@ -65,11 +71,11 @@ def post_execute(base_url, body, headers):
     return reply, None
 
 
-def seconds_from_env(name, default, low, high):
+def seconds_from_env(name: str, default: int, low: int, high: int) -> int:
     """The whole number of seconds in environment variable NAME (DEFAULT when unset), within LOW-HIGH."""
     raw = os.environ.get(name) or str(default)
     try:
-        seconds = int(raw)
+        seconds: int | None = int(raw)
     except ValueError:
         seconds = None
     if seconds is None or not low <= seconds <= high:
@@ -77,7 +83,7 @@ def seconds_from_env(name, default, low, high):
     return seconds
 
 
-def interpreter_timeout_s():
+def interpreter_timeout_s() -> int:
     """CODE_INTERPRETER_TIMEOUT_S, checked against the guide's range and the server's maximum (D5)."""
     timeout_s = seconds_from_env("CODE_INTERPRETER_TIMEOUT_S", DEFAULT_TIMEOUT_S, *GUIDE_TIMEOUT_RANGE_S)
     server_max = server_max_timeout_s()
@@ -88,16 +94,16 @@ def interpreter_timeout_s():
     return timeout_s
 
 
-def server_max_timeout_s():
+def server_max_timeout_s() -> int:
     """SANDBOX_MAX_TIMEOUT_S, the longest run sandboxd accepts (default 60)."""
     raw_max = os.environ.get("SANDBOX_MAX_TIMEOUT_S") or str(DEFAULT_SERVER_MAX_TIMEOUT_S)
     try:
         return int(raw_max)
     except ValueError:
-        raise ValueError(f"SANDBOX_MAX_TIMEOUT_S must be a whole number of seconds, got {raw_max!r}")
+        raise ValueError(f"SANDBOX_MAX_TIMEOUT_S must be a whole number of seconds, got {raw_max!r}") from None
 
 
-def conversation_session_id():
+def conversation_session_id() -> str | None:
     if os.environ.get("CODE_INTERPRETER_SESSION", "").lower() != "true":
         return None
     session_id = os.environ.get("CODE_INTERPRETER_SESSION_ID", "")
@@ -107,8 +113,8 @@ def conversation_session_id():
     return session_id
 
 
-def format_run(reply):
-    def block(text):
+def format_run(reply: Mapping[str, Any]) -> str:
+    def block(text: str | None) -> str:
         return text.rstrip("\n") if text else "(empty)"
     lines = [f"stdout:\n{block(reply.get('stdout'))}",
              f"stderr:\n{block(reply.get('stderr'))}",
@@ -119,7 +125,7 @@ def format_run(reply):
     return "\n".join(lines)
 
 
-def describe_http_error(error):
+def describe_http_error(error: urllib.error.HTTPError) -> str:
     raw = error.read(MAX_ERROR_BODY_BYTES)
     try:
         detail = json.loads(raw)["error"]

@@ -2,6 +2,7 @@
 import base64
 import json
 import os
+from typing import Any
 
 DEFAULT_TOKEN_FILE = "/var/run/secrets/sandboxd/token"
 
@@ -14,7 +15,7 @@ class MalformedTokenError(RuntimeError):
     pass
 
 
-def internal_caller_headers():
+def internal_caller_headers() -> dict[str, str]:
     """{"Authorization": "Bearer <token>"} with the project's internal token.
 
     The token comes from $SANDBOX_TOKEN, else from the file named by $SANDBOX_TOKEN_FILE
@@ -23,7 +24,7 @@ def internal_caller_headers():
     return {"Authorization": f"Bearer {internal_token()}"}
 
 
-def internal_token():
+def internal_token() -> str:
     """The project's internal token (a JWT the control plane minted for this agent), read afresh on
     every call so a rotated token file is picked up."""
     token = os.environ.get("SANDBOX_TOKEN", "").strip()
@@ -41,7 +42,7 @@ def internal_token():
     return token
 
 
-def token_claims(token):
+def token_claims(token: str) -> dict[str, Any]:
     """The claims of a JWT, decoded but not verified: sandboxd verifies the signature; the agent only
     reads what the control plane wrote for it (e.g. its own image)."""
     parts = token.split(".")
@@ -59,7 +60,7 @@ def token_claims(token):
     return claims
 
 
-def agent_image():
+def agent_image() -> str:
     """The agent's own image, from the `image` claim of its token: the only image sandboxd runs this
     agent's tools in (D2), so the agent cannot name another by mistake."""
     image = token_claims(internal_token()).get("image")

@@ -125,7 +125,8 @@ def main(argv=None):
         if still_open != reported and elapsed <= arguments.within:
             # Said once per change, so an operator reading the init container's log sees what keeps it shut.
             print(f"isolation gate: waiting ({elapsed:.1f}s): " + "; ".join(
-                [f"{a.channel} {a.target} answered: {a.detail}" for a in answered] + ([dns_missing] if dns_missing else [])),
+                [f"{a.channel} {a.target} answered: {a.detail}" for a in answered]
+                + ([dns_missing] if dns_missing else [])),
                 flush=True)
             reported = still_open
         if elapsed > arguments.within:

@@ -46,6 +46,7 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import channels
@@ -74,7 +75,7 @@ def check_ipv6_sweep(ports, also, timeout_s):
     """(blocked, detail): every IPv6 attempt of the sweep at once; each is also printed as its own line."""
     specs, neighbours = ipv6_sweep_specs(ports, also)
     attempts = channels.attempt_all([spec for _, spec in specs], min(timeout_s, 1.0))
-    for (name, _), attempt in zip(specs, attempts):
+    for (name, _), attempt in zip(specs, attempts, strict=True):
         print(json.dumps({"check": name, "blocked": not attempt.answered, "detail": attempt.detail}), flush=True)
     answered = [a.target for a in attempts if a.answered]
     detail = {"neighbours": neighbours, "attempts": len(attempts), "answered": answered}
@@ -92,7 +93,7 @@ def ipv6_sweep_specs(ports, also=(), settle_s=2.0):
     # The addresses asked for by name first, then the rest of the two /24s.
     wanted = sorted(set(also) - {me})
     neighbours = channels.arp_sweep(wanted + sorted(addresses - set(wanted)), settle_s=settle_s)
-    specs = [(f"ipv6 all-nodes ff02::1 udp-dns", f"udp-dns:[ff02::1%{interface}]:53")]
+    specs = [("ipv6 all-nodes ff02::1 udp-dns", f"udp-dns:[ff02::1%{interface}]:53")]
     for ip, mac in sorted(neighbours.items()):
         link_local = f"[{channels.eui64_link_local(mac)}%{interface}]"
         for port in ports:
@@ -107,7 +108,7 @@ def check_dns(name, timeout_s):
 
     def resolve():
         try:
-            outcome["addresses"] = sorted({info[4][0] for info in socket.getaddrinfo(name, None)})
+            outcome["addresses"] = sorted({str(info[4][0]) for info in socket.getaddrinfo(name, None)})
         except OSError as error:
             outcome["error"] = describe(error)
     # getaddrinfo has no timeout of its own, and a dropped DNS packet means retries for many seconds.
@@ -211,7 +212,7 @@ def parse_arguments(argv):
 def selected_checks(arguments):
     """[(check name, expected blocked, function)] in the order given above."""
     timeout_s = arguments.timeout
-    checks = []
+    checks: list[tuple[str, bool, Callable[..., tuple[bool, str]]]] = []
     for target in arguments.tcp:
         checks.append((f"tcp {target}", True, lambda t=target: check_tcp(t, timeout_s)))
     for target in arguments.tcp_allowed:
@@ -248,7 +249,7 @@ def run_check(check):
     name, expect_blocked, function = check
     try:
         blocked, detail = function()
-    except Exception as error:  # a probe that cannot run proves nothing: report, count as failed
+    except Exception as error:  # noqa: BLE001 - a probe that cannot run proves nothing: report, count as failed
         blocked, detail = not expect_blocked, f"check could not run: {describe(error)}"
     return name, expect_blocked, blocked, detail
 

@@ -72,7 +72,7 @@ def leftover_pids(keep=None):
     """Live processes (zombies excluded) that belong to the snippet; never this process, nor `keep`."""
     me = os.getpid()
     sweep_whole_uid = me == 1 and os.getuid() != 0
-    children = {}
+    children: dict[int, list[int]] = {}
     candidates = set()
     for name in os.listdir("/proc"):
         if not name.isdigit():

@@ -12,6 +12,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TypeGuard
 
 from . import podguard, processes
 from .interpreter import Interpreter
@@ -46,7 +47,7 @@ def env_int(name, default):
     try:
         return int(value) if value else default
     except ValueError:
-        raise SystemExit(f"sandbox_executor: {name} must be an integer, got {value!r}")
+        raise SystemExit(f"sandbox_executor: {name} must be an integer, got {value!r}") from None
 
 
 @dataclass(frozen=True)
@@ -98,11 +99,11 @@ def parse_run_request(body):
         try:
             decoded.append((path, base64.b64decode(content_b64, validate=True)))
         except (binascii.Error, ValueError):
-            raise invalid_body()
+            raise invalid_body() from None
     return RunRequest(code, timeout_s, decoded)
 
 
-def is_utf8_string(value):
+def is_utf8_string(value) -> TypeGuard[str]:
     """A str that can be written out (JSON may carry lone surrogates, which cannot)."""
     if not isinstance(value, str):
         return False
@@ -165,9 +166,9 @@ class Executor:
         try:
             write_files(self.workdir, files)
         except PathEscapeError as error:
-            raise HttpError(400, str(error))
+            raise HttpError(400, str(error)) from None
         except OSError as error:
-            raise HttpError(400, f"could not write input files: {error.strerror}")
+            raise HttpError(400, f"could not write input files: {error.strerror}") from None
 
     @contextlib.contextmanager
     def answering(self):
@@ -217,10 +218,18 @@ class Executor:
         }
 
 
+class ExecutorServer(ThreadingHTTPServer):
+    """The HTTP server, holding what its handlers use."""
+
+    executor: Executor
+    pod_token: podguard.PodToken
+
+
 class ExecutorHandler(BaseHTTPRequestHandler):
     # The same small JSON plumbing lives in crusoe_adk/toolrunner.py: each package ships alone in
     # its own image, so neither may import the other.
     timeout = 60  # a client that stops sending mid-body must not hold a thread for ever
+    server: ExecutorServer
 
     def dispatch(self):
         routes = {"/healthz": {"GET": self.healthz}, "/run": {"POST": self.run_snippet}}
@@ -242,7 +251,7 @@ class ExecutorHandler(BaseHTTPRequestHandler):
             status, body = methods[self.command]()
         except HttpError as error:
             status, body = error.status, {"error": str(error)}
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - a bug here is a 500, the server goes on
             traceback.print_exc()
             status, body = 500, {"error": f"internal error: {type(error).__name__}: {error}"}
         self.send_json(status, body)
@@ -261,14 +270,14 @@ class ExecutorHandler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("Content-Length", "0"))
         except ValueError:
-            raise invalid_body()
+            raise invalid_body() from None
         if length > MAX_REQUEST_BYTES:
             self.close_connection = True  # the unread body must not be parsed as a next request
             raise HttpError(413, "request body too large")
         try:
             return json.loads(self.rfile.read(max(length, 0)))
         except ValueError:  # includes JSONDecodeError and UnicodeDecodeError
-            raise invalid_body()
+            raise invalid_body() from None
 
     def send_json(self, status, body):
         payload = json.dumps(body).encode("utf-8")
@@ -297,7 +306,7 @@ def main():
     settings = Settings.from_env()
     processes.become_child_subreaper()
     executor = Executor(settings)
-    server = ThreadingHTTPServer(("0.0.0.0", settings.port), ExecutorHandler)
+    server = ExecutorServer(("0.0.0.0", settings.port), ExecutorHandler)
     server.executor = executor
     server.pod_token = pod_token
     # As PID 1 of the pod, SIGTERM is ignored unless handled; exit promptly on pod deletion.

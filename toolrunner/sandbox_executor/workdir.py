@@ -41,7 +41,7 @@ def collect_files(workdir, max_files, max_total_bytes):
     Symlinks, FIFOs and sockets are not files the snippet produced (and reading a FIFO would block).
     A file that does not fit the remaining byte budget is left out; smaller later files still come.
     """
-    collected = []
+    collected: list[dict[str, str]] = []
     budget = max_total_bytes
     truncated = False
     for directory, subdirectories, names in os.walk(workdir):

@@ -83,7 +83,7 @@ def main():
 def new_main_module():
     """A fresh `__main__` for the snippet, so pickle, dataclasses and `if __name__ == "__main__"` work."""
     module = types.ModuleType("__main__")
-    module.__builtins__ = builtins
+    module.__builtins__ = builtins  # type: ignore[attr-defined]  # what a module run as a script has
     sys.modules["__main__"] = module
     return module.__dict__
 
@@ -117,9 +117,10 @@ def attach_output(stdout_fd, stderr_fd):
     os.close(stderr_fd)
     # New stream objects: fd 1 and 2 are now pipes. Line buffering keeps what was printed before a
     # timeout kill; UTF-8 whatever the pod's locale.
-    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", errors="backslashreplace",
+    # sys.__stdout__ and __stderr__ too (typeshed calls them Final): the snippet's view of the original streams.
+    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", errors="backslashreplace",  # type: ignore[misc]
                                        buffering=1, closefd=False)
-    sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", errors="backslashreplace",
+    sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", errors="backslashreplace",  # type: ignore[misc]
                                        buffering=1, closefd=False)
 
 
@@ -127,8 +128,8 @@ def detach_output():
     """Release the run's pipes, so the executor sees end-of-output unless a child still holds them."""
     for stream in {sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__}:
         try:
-            stream.flush()
-        except Exception:
+            stream.flush()  # type: ignore[union-attr]  # None too (the snippet's doing): caught below
+        except Exception:  # noqa: BLE001 - the snippet may have replaced or broken the stream
             pass
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -159,8 +160,8 @@ def exit_at_once(exit_code):
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
-            stream.flush()
-        except Exception:
+            stream.flush()  # type: ignore[union-attr]  # None too (the snippet's doing): caught below
+        except Exception:  # noqa: BLE001 - the snippet may have replaced or broken the stream
             pass
     os._exit(exit_code)
 
@@ -177,9 +178,9 @@ def run_snippet(source, filename, namespace):
         exec(code, namespace)
     except SystemExit as exit_request:
         return exit_code_of(exit_request)
-    except BaseException as error:
-        # Drop this frame so the traceback starts at the snippet, as for a script.
-        report_exception(error.with_traceback(error.__traceback__.tb_next))
+    except BaseException as error:  # noqa: BLE001 - the snippet's own, reported as python3 would
+        # Drop this frame so the traceback starts at the snippet, as for a script (a caught exception has one).
+        report_exception(error.with_traceback(error.__traceback__.tb_next))  # type: ignore[union-attr]
         return 1
     return 0
 

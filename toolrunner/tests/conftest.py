@@ -67,8 +67,8 @@ class Server:
 def start_server(tmp_path):
     """start_server(module, env, cwd) -> Server, ready on /healthz; stopped after the test.
 
-    Every server gets a fresh pod secret (its verifier in SANDBOXD_POD_TOKEN_SHA256), as sandboxd gives every pod; `argv`
-    replaces `-m module` (e.g. to start it with a defence switched off, for a positive control).
+    Every server gets a fresh pod secret (its verifier in SANDBOXD_POD_TOKEN_SHA256), as sandboxd gives every pod;
+    `argv` replaces `-m module` (e.g. to start it with a defence switched off, for a positive control).
     """
     started = []
 

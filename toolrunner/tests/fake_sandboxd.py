@@ -48,8 +48,8 @@ class FakeSandboxd:
     def __init__(self, python=sys.executable, pod_env=None):
         self.python = python
         self.pod_env = pod_env or {}
-        self.calls = []          # (headers, body) of every /v1/call
-        self.executions = []     # (headers, body) of every /v1/execute
+        self.calls: list[tuple[dict, dict]] = []       # (headers, body) of every /v1/call
+        self.executions: list[tuple[dict, dict]] = []  # (headers, body) of every /v1/execute
         self.sessions = {}       # (project, session_id) -> its SnippetPod
         self.sessions_lock = threading.Lock()
         self.scripted = []       # (status, body, headers) answered instead of running a pod

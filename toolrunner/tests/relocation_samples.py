@@ -17,7 +17,7 @@ UserId = NewType("UserId", str)
 class Forecast(TypedDict):
     city: str
     temps: list[float]
-    note: Optional[str]
+    note: Optional[str]  # noqa: UP045 - typing.Optional, the spelling relocation must accept too
 
 
 class Colour(enum.Enum):
@@ -48,7 +48,8 @@ def containers(items: list[dict[str, int]], by_name: dict[str, list[str]], plain
     return {}
 
 
-def optionals(a: Optional[int], b: int | None = None, c: Union[str, int, None] = None) -> Optional[str]:
+# Each spelling of an optional on purpose: Optional[T], T | None, Union[..., None].
+def optionals(a: Optional[int], b: int | None = None, c: Union[str, int, None] = None) -> Optional[str]:  # noqa: UP007, UP045
     return None
 
 
@@ -145,7 +146,7 @@ def returns_tuple(a: int) -> tuple[int, int]:
     return a, a
 
 
-def unresolvable(value: NoSuchType) -> None:  # noqa: F821 - the point of the test
+def unresolvable(value: NoSuchType) -> None:  # type: ignore[name-defined]  # noqa: F821 - the point of the test
     return None
 
 
@@ -173,7 +174,7 @@ def original_name(a: int) -> int:
 shadowed = original_name  # module.shadowed is original_name, whose __name__ is not "shadowed"
 
 
-def original_name(a: int) -> int:  # noqa: F811 - rebinding the name is the point
+def original_name(a: int) -> int:  # type: ignore[no-redef]  # rebinding the name is the point
     return -a
 
 

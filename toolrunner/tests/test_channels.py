@@ -44,10 +44,10 @@ def test_a_filter_that_rejects_is_told_from_a_target_that_resets():
         def in_ns(*command):
             return subprocess.run(["ip", "netns", "exec", netns, *command], capture_output=True, text=True, timeout=30)
         in_ns("ip", "link", "set", "lo", "up")
-        in_ns("iptables", "-A", "OUTPUT", "-p", "tcp", "--dport", "81", "-j", "REJECT", "--reject-with", "icmp-port-unreachable")
-        code = ("import sys; sys.path.insert(0, %r); import channels; "
-                "print(channels.tcp('127.0.0.1:81', 1).answered, channels.tcp('127.0.0.1:82', 1).answered)"
-                % str(Path(channels.__file__).parent))
+        in_ns("iptables", "-A", "OUTPUT", "-p", "tcp", "--dport", "81", "-j", "REJECT",
+              "--reject-with", "icmp-port-unreachable")
+        code = (f"import sys; sys.path.insert(0, {str(Path(channels.__file__).parent)!r}); import channels; "
+                "print(channels.tcp('127.0.0.1:81', 1).answered, channels.tcp('127.0.0.1:82', 1).answered)")
         result = in_ns(sys.executable, "-c", code)
         assert result.stdout.split() == ["False", "True"], result.stdout + result.stderr
     finally:
@@ -63,7 +63,7 @@ def test_udp_dns_reply_is_an_answer():
             data, sender = server.recvfrom(512)
             server.sendto(data[:2] + b"\x81\x80" + data[4:], sender)
         threading.Thread(target=reply, daemon=True).start()
-        attempt = channels.udp_dns("127.0.0.1:%d" % server.getsockname()[1], 1.0)
+        attempt = channels.udp_dns(f"127.0.0.1:{server.getsockname()[1]}", 1.0)
     assert attempt.answered and "reply from 127.0.0.1" in attempt.detail
 
 

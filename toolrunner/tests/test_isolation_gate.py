@@ -42,7 +42,7 @@ def test_a_dns_reply_keeps_it_shut():
                 data, sender = server.recvfrom(512)
                 server.sendto(data[:2] + b"\x81\x80" + data[4:], sender)
         threading.Thread(target=reply_forever, daemon=True).start()
-        result = gate("--closed", "udp-dns:127.0.0.1:%d" % server.getsockname()[1], "--within", "1")
+        result = gate("--closed", f"udp-dns:127.0.0.1:{server.getsockname()[1]}", "--within", "1")
     assert result.returncode == 1 and "reply from 127.0.0.1" in result.stdout
 
 

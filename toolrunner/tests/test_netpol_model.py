@@ -8,7 +8,7 @@ import sys
 from conftest import TOOLRUNNER_DIR
 
 sys.path.insert(0, str(TOOLRUNNER_DIR.parent / "charts" / "sandboxd" / "files" / "probe"))
-import netpol_model  # noqa: E402
+import netpol_model
 
 MODEL = TOOLRUNNER_DIR.parent / "charts" / "sandboxd" / "files" / "probe" / "netpol_model.py"
 SANDBOX_NS = {"kubernetes.io/metadata.name": "cai-sandbox"}
@@ -36,7 +36,8 @@ POLICIES = [
      "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}},
     {"metadata": {"name": "snippet", "namespace": "cai-sandbox"},
      "spec": {"podSelector": {"matchLabels": {"sandboxd.io/kind": "snippet"}}, "policyTypes": ["Ingress", "Egress"],
-              "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "cai-system"}},
+              "ingress": [{"from": [{"namespaceSelector":
+                                         {"matchLabels": {"kubernetes.io/metadata.name": "cai-system"}},
                                      "podSelector": {"matchLabels": {"app.kubernetes.io/name": "sandboxd"}}}],
                            "ports": [{"protocol": "TCP", "port": 8080}]}]}},
     {"metadata": {"name": "tool", "namespace": "cai-sandbox"},

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import TOOLRUNNER_DIR, free_port
-from probe.sandbox_probe import CLONE_NEWNS, check_readonly_root, check_unshare, is_gvisor_kernel, runtime_report
+from sandbox_probe import CLONE_NEWNS, check_readonly_root, check_unshare, is_gvisor_kernel, runtime_report
 
 PROBE = TOOLRUNNER_DIR / "probe" / "sandbox_probe.py"
 
@@ -110,7 +110,8 @@ def test_no_check_selected_is_a_usage_error():
 
 GVISOR_NOW = "Linux version 4.19.0-gvisor #1 SMP Sun Jan 10 15:06:54 PST 2016"
 GVISOR_BEFORE = "Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016"
-RUNC = "Linux version 6.1.0-31-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0) #1 SMP PREEMPT_DYNAMIC Debian 6.1.128-1 (2025-02-07)"
+RUNC = ("Linux version 6.1.0-31-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0) "
+        "#1 SMP PREEMPT_DYNAMIC Debian 6.1.128-1 (2025-02-07)")
 
 
 def test_gvisor_kernels_are_told_from_the_node_kernel():

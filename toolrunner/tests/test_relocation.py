@@ -22,7 +22,7 @@ from crusoe_core.adapter import MalformedTokenError, agent_image, token_claims
 from fake_sandboxd import IMAGE, FakeSandboxd, free_port, make_token
 
 sys.path.insert(0, str(TOOLRUNNER_DIR / "sample_agent"))
-import agent  # noqa: E402 - the sample agent's tools, importable as `agent` like in its image
+import agent  # the sample agent's tools, importable as `agent` like in its image
 
 AGENT_SECRET = "the-agent-s-own-credential"
 
@@ -179,7 +179,8 @@ def test_a_relocated_tool_runs_through_v1_call_in_the_agent_s_image(sandboxd):
     assert body == {"image": IMAGE, "module": "agent", "function": "add", "args": {"a": 2, "b": 3},
                     "timeout_s": 30}, "arguments bound by name"
     assert headers["Authorization"] == "Bearer " + os.environ["SANDBOX_TOKEN"]
-    assert tool_call.last_call.get()["sandbox_id"] == "tool-fake1"
+    record = tool_call.last_call.get()
+    assert record is not None and record["sandbox_id"] == "tool-fake1"
 
 
 def test_results_come_back_as_the_return_value(sandboxd):
@@ -238,7 +239,7 @@ def test_arguments_that_are_not_json_are_refused_before_any_call(sandboxd):
     with pytest.raises(TypeError, match="tool 'add': argument 'a' does not travel as JSON .*set is not JSON"):
         relocation.relocate(agent.add)({1}, 2)
     with pytest.raises(TypeError, match="missing a required argument: 'b'"):
-        relocation.relocate(agent.add)(1)
+        relocation.relocate(agent.add)(1)  # type: ignore[call-arg]  # the wrong call is the test
     assert sandboxd.calls == []
 
 
@@ -269,7 +270,7 @@ def test_sandboxd_s_refusals_are_distinct_exceptions_with_the_contract_message(s
 
 
 def test_429_is_retried_after_retry_after(sandboxd, monkeypatch):
-    waits = []
+    waits: list[float] = []
     monkeypatch.setattr(tool_call, "wait", waits.append)
     sandboxd.fail_next(429, "per-project limit reached: 4 concurrent tool calls", {"Retry-After": "2"})
     assert relocation.relocate(agent.add)(1, 2) == 3
@@ -294,7 +295,8 @@ def test_429_beyond_a_short_wait_raises_with_retry_after(sandboxd):
 def test_retry_after_as_an_http_date():
     future = time.time() + 10
     header = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(future))
-    assert 8 <= tool_call.parse_retry_after(header) <= 10
+    wait_s = tool_call.parse_retry_after(header)
+    assert wait_s is not None and 8 <= wait_s <= 10
     assert tool_call.parse_retry_after("soon") is None
 
 

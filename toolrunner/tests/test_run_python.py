@@ -14,7 +14,7 @@ from crusoe_core.adapter import MissingTokenError, internal_caller_headers
 
 class FakeSandboxd:
     def __init__(self):
-        self.requests = []
+        self.requests: list[tuple[str, dict, dict]] = []
         self.reply = (200, {"sandbox_id": "sandbox-x7k2p", "stdout": "4294967296\n", "stderr": "",
                             "exit_code": 0, "duration_ms": 38})
         fake = self

@@ -79,7 +79,8 @@ def test_http_errors(tool_runner):
 def test_a_preloaded_module_is_imported_before_the_runner_answers(start_server, tmp_path):
     """Warm tool pods: TOOLRUNNER_PRELOAD imports the agent's module before /healthz answers."""
     (tmp_path / "slow_agent.py").write_text(
-        "import pathlib, time\npathlib.Path('imported').write_text(str(time.time()))\n\ndef ping():\n    return 'pong'\n")
+        "import pathlib, time\npathlib.Path('imported').write_text(str(time.time()))\n\n"
+        "def ping():\n    return 'pong'\n")
     server = start_server("crusoe_adk.toolrunner", {"TOOLRUNNER_PRELOAD": "slow_agent"}, cwd=tmp_path,
                           port_variable="TOOLRUNNER_PORT")
     assert (tmp_path / "imported").exists(), "imported before the runner answered its health check"

@@ -197,7 +197,8 @@ def test_a_failed_run_carries_its_output_and_its_exit_status(sandboxd):
     executor = crusoe_adk.SandboxdCodeExecutor()
     raised = execute(executor, "print('before')\n1/0")
     assert (raised.stdout, raised.exit_code) == ("before\n", 1)
-    assert raised.stderr.startswith("before\nTraceback") and raised.stderr.endswith("ZeroDivisionError: division by zero\n")
+    assert raised.stderr.startswith("before\nTraceback")
+    assert raised.stderr.endswith("ZeroDivisionError: division by zero\n")
     silent = execute(executor, "import sys\nsys.exit(3)")
     assert (silent.stderr, silent.exit_code) == ("Code execution exited with status 3.", 3)
 
@@ -293,7 +294,8 @@ def test_an_llm_agent_runs_the_model_code_block_in_sandboxd(sandboxd):
     [(_headers, body)] = sandboxd.executions
     assert body["code"] == "open('answer.txt', 'w').write(str(6 * 7))\nprint(6 * 7)"
     assert "session_id" not in body
-    assert execution_results(events) == [("OUTCOME_OK", "Code execution result:\n42\n\n\n\nSaved artifacts:\n`answer.txt`")]
+    assert execution_results(events) == [
+        ("OUTCOME_OK", "Code execution result:\n42\n\n\n\nSaved artifacts:\n`answer.txt`")]
     assert artifacts == ["answer.txt"]
     # The model is shown the sandbox's output on its next turn, then answers.
     assert len(requests) == 2 and "42" in requests[1].contents[-1].parts[0].text

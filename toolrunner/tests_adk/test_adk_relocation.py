@@ -50,8 +50,10 @@ def test_the_client_is_the_installed_package_with_no_dependencies():
     assert importlib.metadata.version("crusoe-adk")
     # Standard library only: the one requirement is the optional `adk` extra, for SandboxdCodeExecutor.
     assert importlib.metadata.requires("crusoe-adk") == ['google-adk>=2.13; extra == "adk"']
-    files = {str(path) for path in importlib.metadata.files("crusoe-adk")}
+    files = {str(path) for path in importlib.metadata.files("crusoe-adk") or []}
     assert {"crusoe_adk/toolrunner.py", "crusoe_adk/relocation.py", "crusoe_core/adapter.py"} <= files
+    # PEP 561: the type hints ship with it, for the agent author's type checker.
+    assert {"crusoe_adk/py.typed", "crusoe_core/py.typed"} <= files
 
 
 # ---- the same declarations ----
@@ -330,6 +332,7 @@ def test_an_adk_agents_directory_with_a_tool_that_cannot_be_relocated_does_not_s
 
 def test_the_relocating_loader_wraps_adk_s_own_loader(sandboxd, tmp_path):
     from google.adk.cli.utils.agent_loader import AgentLoader
+
     from crusoe_adk.serve import relocating_loader
 
     loader = relocating_loader(AgentLoader(str(agents_dir(tmp_path, "forecaster2", "get_forecast"))))

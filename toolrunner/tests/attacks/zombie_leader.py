@@ -2,7 +2,12 @@
 # fork, every catchable signal blocked, and a thread-group leader that exits alone (exit(2), not
 # exit_group), so /proc/<pid>/stat shows a zombie while a thread of it beats into the file `beats`.
 # Run by toolrunner/tests/test_sandbox_executor.py and, in a real session pod, SessionLeftoversIT.
-import ctypes, os, signal, threading, time
+import ctypes
+import os
+import signal
+import threading
+import time
+
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
