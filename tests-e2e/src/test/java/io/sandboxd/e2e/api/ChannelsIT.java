@@ -4,6 +4,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.Sysctl;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.readiness.Readiness;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.Attacks;
 import io.sandboxd.e2e.support.Attacks.Report;
@@ -212,10 +213,11 @@ class ChannelsIT {
     }
 
     /** The pool's pods, warm or reserved by a replica. */
+    /** The pool's pods that have passed their gate (Ready): a pod still starting has no verdict in its log yet. */
     private static List<Pod> poolPods() {
         return sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("app.kubernetes.io/managed-by", "sandboxd")
                 .withLabelIn("sandboxd.io/state", "warm", "reserved").list().getItems().stream()
-                .filter(p -> p.getMetadata().getDeletionTimestamp() == null).toList();
+                .filter(p -> p.getMetadata().getDeletionTimestamp() == null && Readiness.isPodReady(p)).toList();
     }
 
     private static PodBuilder mayPing(PodBuilder b) {

@@ -9,6 +9,7 @@ import io.sandboxd.e2e.support.ServiceLoad;
 import io.sandboxd.e2e.support.RunsAlone;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -43,6 +44,16 @@ class RollingUpgradeIT {
     void aHelmUpgradeThatChangesThePodTemplateUnderLoadAnswersEveryRequest() throws Exception {
         underLoad("helm upgrade (pod template changed)", k8s -> Sandboxd.upgradeReusingValues(
                 "--set-string", "podAnnotations.sandboxd\\.io/upgraded-at=" + System.currentTimeMillis()));
+    }
+
+    /**
+     * The pod template back as installed (no annotation), so the class leaves the install as it found it. Helm merges
+     * a map set to {@code {}} with the reused one; only a key set to null is removed.
+     */
+    @AfterAll
+    static void restoreThePodTemplate() {
+        Sandboxd.upgradeReusingValues("--set", "podAnnotations.sandboxd\\.io/upgraded-at=null");
+        Sandboxd.reconnect();
     }
 
     private interface Change {
