@@ -28,7 +28,10 @@ What it checks (a bounded set, the same each round):
   --within S               give up after S seconds (default 300)
   --best-effort            after --within, exit 0 anyway (the chart's probe pods: they must go on to
                            report the escapes themselves rather than stop at the gate)
-Exits 0 when closed, 1 if that does not happen within --within seconds.
+  -- COMMAND [ARG...]      once closed, replace this process with COMMAND (execvp): how a snippet pod's
+                           one container runs the gate and then the executor, so nothing of the sandbox
+                           runs, and nothing listens on its port, until the gate has passed
+Exits 0 when closed (or runs COMMAND), 1 if that does not happen within --within seconds.
 """
 import argparse
 import os
@@ -103,8 +106,25 @@ def parse(argv):
     return parser.parse_args(argv)
 
 
+def split_command(argv):
+    """(the gate's own arguments, the command after "--" to run once closed, or [])."""
+    if "--" not in argv:
+        return argv, []
+    at = argv.index("--")
+    return argv[:at], argv[at + 1:]
+
+
 def main(argv=None):
-    arguments = parse(argv)
+    own, then = split_command(sys.argv[1:] if argv is None else list(argv))
+    status = gate(parse(own))
+    if status == 0 and then:
+        sys.stdout.flush()
+        os.execvp(then[0], then)
+    return status
+
+
+def gate(arguments):
+    """0 once a round found every channel closed; after --within, 1 (0 with --best-effort)."""
     specs = list(arguments.closed) + [f"tcp:{target}" for target in arguments.blocked]
     if not arguments.no_api_server and api_server():
         specs.append(api_server())

@@ -84,3 +84,28 @@ def test_a_round_ends_at_its_first_answer(silent_tcp_target):
     started = time.monotonic()
     closed, answered, _ = isolation_gate.one_round([f"tcp:{silent_tcp_target}"], None, 0.5)
     assert closed and not answered and time.monotonic() - started >= 0.5, "silence is waited out in full"
+
+
+def test_runs_the_command_after_dashes_once_closed(silent_tcp_target):
+    """A snippet pod's one container: the gate, then the executor in the same process (execvp)."""
+    result = gate("--blocked", silent_tcp_target, "--within", "5", "--",
+                  sys.executable, "-c", "import sys; print('after the gate', sys.argv[1:])", "x", "--y")
+    assert result.returncode == 0, result.stdout + result.stderr
+    gate_line, command_line = result.stdout.splitlines()
+    assert gate_line.startswith("isolation gate: closed after")
+    assert command_line == "after the gate ['x', '--y']"
+
+
+def test_never_runs_the_command_while_open():
+    result = gate("--blocked", f"127.0.0.1:{free_port()}", "--within", "1", "--",
+                  sys.executable, "-c", "print('ran')")
+    assert result.returncode == 1
+    assert "ran" not in result.stdout
+
+
+def test_best_effort_runs_the_command_after_the_wait():
+    """The helm-test probe's snippet pod: the probe must run and report the escapes itself."""
+    result = gate("--blocked", f"127.0.0.1:{free_port()}", "--within", "1", "--best-effort", "--",
+                  sys.executable, "-c", "print('probe ran')")
+    assert result.returncode == 0
+    assert "still open" in result.stdout and result.stdout.splitlines()[-1] == "probe ran"

@@ -235,7 +235,9 @@ capabilities:
 {{/*
 The isolation gate's command for a sandbox of one kind, the same checks sandboxd's
 IsolationGateSettings.arguments() gives its own pods (ServiceFormulasTest holds the two equal). The probe's
-copy is best-effort with a shorter wait: it must go on to report the escapes itself.
+copy is best-effort with a shorter wait: it must go on to report the escapes itself. A tool pod runs it as
+its first init container; a snippet pod as its one container's command, followed by "--" and what the gate
+runs in its place once closed (the executor; the probe's sandbox_probe.py).
 (dict "ctx" $ "kind" "snippet"|"tool" "probe" BOOL ["part" "head"|"tail"]): "head" is the command up
 to and with the DNS arguments, "tail" the rest; each sandboxd replica puts its own
 "--closed tcp:<pod IP>:8080" between the two (IsolationGateSettings.ownAddress), which the chart cannot
@@ -265,6 +267,10 @@ or head + that one pair + tail.
 {{- $tail = concat $tail (list "--within" "30" "--best-effort") -}}
 {{- else -}}
 {{- $tail = concat $tail (list "--within" (toString ($gate.withinSeconds | int64))) -}}
+{{- end -}}
+{{- if eq .kind "snippet" -}}
+{{- /* A snippet pod has one container: the gate, then in its place (execvp) the executor, or the probe. */ -}}
+{{- $tail = concat $tail (list "--" "python3") (ternary (list "/opt/sandboxd/probe/sandbox_probe.py") (list "-m" "sandbox_executor") (.probe | default false)) -}}
 {{- end -}}
 {{- $part := .part | default "" -}}
 {{- if eq $part "head" -}}

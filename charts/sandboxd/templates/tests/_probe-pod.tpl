@@ -100,6 +100,8 @@ spec:
   {{- end }}
   securityContext:
     {{- include "sandboxd.sandboxPodSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 4 }}
+  {{- $gate := include "sandboxd.isolationGateCommand" (dict "ctx" $ "kind" $kind "probe" true) }}
+  {{- if eq $kind "tool" }}
   initContainers:
     # The same isolation gate sandboxd puts in front of every sandbox (NetworkPolicy enforcers program
     # a new pod's rules asynchronously), best-effort here: if isolation never comes, the probe itself
@@ -107,7 +109,7 @@ spec:
     - name: isolation-gate
       image: {{ include "sandboxd.snippetImage" $ }}
       imagePullPolicy: {{ $.Values.snippet.image.pullPolicy }}
-      command: {{ include "sandboxd.isolationGateCommand" (dict "ctx" $ "kind" $kind "probe" true) }}
+      command: {{ $gate }}
       securityContext:
         {{- include "sandboxd.sandboxContainerSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 8 }}
       resources:
@@ -115,11 +117,17 @@ spec:
           {{- include "sandboxd.resourceList" $requests | nindent 10 }}
         limits:
           {{- include "sandboxd.resourceList" $limits | nindent 10 }}
+  {{- end }}
   containers:
     - name: probe
       image: {{ include "sandboxd.snippetImage" $ }}
       imagePullPolicy: {{ $.Values.snippet.image.pullPolicy }}
+      {{- if eq $kind "tool" }}
       command: ["python3", "/opt/sandboxd/probe/sandbox_probe.py"]
+      {{- else }}
+      # As a snippet pod: the gate (best-effort), then the probe in its place with the runner's args.
+      command: {{ $gate }}
+      {{- end }}
       args: []
       env:
         - name: TMPDIR

@@ -64,10 +64,12 @@ class AdmissionRenderTest {
         Map.entry("isolationGateImage", "sandboxd.local/snippet-sandbox:dev"),
         Map.entry("isolationGateSnippetHead", "python3\n/opt/sandboxd/probe/isolation_gate.py\n"
             + "--closed\nudp-dns:10.96.0.10:53\n--closed\ntcp-dns:10.96.0.10:53"),
-        Map.entry("isolationGateSnippetTail", "--ipv6-link-local\n--timeout\n0.5\n--within\n300"),
+        Map.entry("isolationGateSnippetTail", "--ipv6-link-local\n--timeout\n0.5\n--within\n300\n"
+            + "--\npython3\n-m\nsandbox_executor"),
         Map.entry("isolationGateProbeSnippet", "python3\n/opt/sandboxd/probe/isolation_gate.py\n"
             + "--closed\nudp-dns:10.96.0.10:53\n--closed\ntcp-dns:10.96.0.10:53\n"
-            + "--ipv6-link-local\n--timeout\n0.5\n--within\n30\n--best-effort"),
+            + "--ipv6-link-local\n--timeout\n0.5\n--within\n30\n--best-effort\n"
+            + "--\npython3\n/opt/sandboxd/probe/sandbox_probe.py"),
         Map.entry("isolationGateToolHead", "python3\n/opt/sandboxd/probe/isolation_gate.py\n--dns\nkubernetes.default.svc"),
         Map.entry("isolationGateToolTail", "--ipv6-link-local\n--timeout\n0.5\n--within\n300"),
         Map.entry("isolationGateProbeTool", "python3\n/opt/sandboxd/probe/isolation_gate.py\n--dns\nkubernetes.default.svc\n"

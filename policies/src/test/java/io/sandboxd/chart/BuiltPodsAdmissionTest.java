@@ -55,7 +55,7 @@ class BuiltPodsAdmissionTest {
       Map<String, Object> params = params(rendered);
       for (String ownAddress : List.of("10.244.1.7", "fd00:10:244::7", "")) {
         BuiltPods.of(rendered, ownAddress).forEach((kind, pod) -> {
-          List<String> command = Yaml.at(pod, "spec", "initContainers", 0, "command");
+          List<String> command = (List<String>) PolicyFiles.gateContainer(pod).get("command");
           assertEquals(!ownAddress.isEmpty(), command.stream().anyMatch(a -> a.startsWith("tcp:") && a.endsWith(":8080")
               && a.contains(ownAddress)), kind + ": " + command);
           assertEquals(List.of(), denials(AdmissionRequest.create(pod, PolicyFiles.SANDBOXD_USER), params),
@@ -64,9 +64,9 @@ class BuiltPodsAdmissionTest {
       }
       // The same pods with a gate that waits less, or runs best-effort, are refused under the same render.
       Map<String, Object> pool = BuiltPods.of(rendered, "10.244.1.7").get("pool pod");
-      List<String> gate = new ArrayList<>(Yaml.at(pool, "spec", "initContainers", 0, "command"));
-      gate.add("--best-effort");
-      ((Map<String, Object>) Yaml.at(pool, "spec", "initContainers", 0)).put("command", gate);
+      List<String> gate = new ArrayList<>((List<String>) PolicyFiles.gateContainer(pool).get("command"));
+      gate.add(gate.indexOf("--"), "--best-effort"); // the gate's own arguments end at "--" (then the executor)
+      PolicyFiles.gateContainer(pool).put("command", gate);
       assertEquals(List.of("sandboxd-isolation-gate"), denials(AdmissionRequest.create(pool, PolicyFiles.SANDBOXD_USER),
           params).stream().map(PolicyEvaluator.Denial::policy).toList(), valueSet.toString());
     }

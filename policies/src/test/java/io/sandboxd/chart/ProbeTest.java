@@ -3,6 +3,7 @@ package io.sandboxd.chart;
 import static io.sandboxd.chart.HelmChart.values;
 import static io.sandboxd.policies.Yaml.at;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sandboxd.policies.AdmissionPolicy;
@@ -56,8 +57,11 @@ class ProbeTest {
       assertEquals(uid, at(pod, "spec", "securityContext", "runAsGroup"));
       assertEquals(uid, at(pod, "spec", "securityContext", "fsGroup"));
       for (String containers : List.of("initContainers", "containers")) {
-        assertEquals(uid, at(pod, "spec", containers, 0, "securityContext", "runAsUser"), containers);
-        assertEquals(uid, at(pod, "spec", containers, 0, "securityContext", "runAsGroup"), containers);
+        List<Map<String, Object>> list = at(pod, "spec", containers);
+        for (Map<String, Object> c : list == null ? List.<Map<String, Object>>of() : list) {
+          assertEquals(uid, at(c, "securityContext", "runAsUser"), containers);
+          assertEquals(uid, at(c, "securityContext", "runAsGroup"), containers);
+        }
       }
       uids.add(uid.longValue());
     }
@@ -101,14 +105,13 @@ class ProbeTest {
     // Rendered as for the harness's cluster, which keeps supplementalGroupsPolicy (AdmissionIT sends the fixture there).
     Map<String, Object> rendered = probePods(HelmChart.render(values("supplementalGroupsPolicy", "Strict"))).get(0);
     Map<String, Object> fixture = Yaml.readFile(PolicyFiles.GOOD_FIXTURES.resolve("probe-pod.yaml"));
-    // What a fixture must differ in (FIXTURES in policies/README.md): its name, no namespace, the sleeping main container.
+    // What a fixture must differ in (FIXTURES in policies/README.md): its name, no namespace. (Its one container's
+    // command is pinned whole, the gate then the probe: no sleeping main container here.)
     Map<String, Object> metadata = (Map<String, Object>) rendered.get("metadata");
     metadata.remove("generateName");
     metadata.remove("namespace");
     metadata.put("name", "fixture-good-probe-pod");
     metadata.put("annotations", Map.of(PolicyFiles.REQUEST_USERNAME, PolicyFiles.PROBE_USER));
-    ((Map<String, Object>) at(rendered, "spec", "containers", 0)).put("command",
-        List.of("python3", "-c", "import time; time.sleep(3600)"));
     assertEquals(rendered, fixture);
   }
 
@@ -152,7 +155,9 @@ class ProbeTest {
       assertEquals(false, (Object) at(pod, "spec", "enableServiceLinks"));
       assertEquals("gvisor", (Object) at(pod, "spec", "runtimeClassName"));
       assertEquals("sandboxd.local/snippet-sandbox:dev", (Object) at(pod, "spec", "containers", 0, "image"));
-      assertEquals(List.of("python3", "/opt/sandboxd/probe/sandbox_probe.py"), (Object) at(pod, "spec", "containers", 0, "command"));
+      List<String> command = at(pod, "spec", "containers", 0, "command");
+      assertEquals(List.of("python3", "/opt/sandboxd/probe/sandbox_probe.py"),
+          command.subList(command.lastIndexOf("python3"), command.size()), "the probe runs last (after a snippet's gate)");
     }
     assertEquals(Map.of("cpu", "1", "memory", "512Mi", "ephemeral-storage", "256Mi"),
         (Object) at(pods.get(0), "spec", "containers", 0, "resources", "limits"));
@@ -218,8 +223,10 @@ class ProbeTest {
     List<Map<String, Object>> pods = probePods(HelmChart.render(values("isolationGate.extraClosed[0]", "tcp:10.0.0.5:443")));
     assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py", "--closed", "udp-dns:10.96.0.10:53",
             "--closed", "tcp-dns:10.96.0.10:53", "--closed", "tcp:10.0.0.5:443", "--ipv6-link-local", "--timeout", "0.5",
-            "--within", "30", "--best-effort"),
-        at(pods.get(0), "spec", "initContainers", 0, "command"), "the snippet probe's gate, as sandboxd's (best-effort)");
+            "--within", "30", "--best-effort", "--", "python3", "/opt/sandboxd/probe/sandbox_probe.py"),
+        at(pods.get(0), "spec", "containers", 0, "command"),
+        "the snippet probe's gate, as sandboxd's (best-effort), then the probe in its one container");
+    assertNull(at(pods.get(0), "spec", "initContainers"), "as a snippet pod, nothing starts before the gate");
     assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py", "--dns", "kubernetes.default.svc",
             "--closed", "tcp:10.0.0.5:443", "--ipv6-link-local", "--timeout", "0.5", "--within", "30", "--best-effort"),
         at(pods.get(1), "spec", "initContainers", 0, "command"));

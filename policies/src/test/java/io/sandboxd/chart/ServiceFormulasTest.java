@@ -5,7 +5,7 @@ import static io.sandboxd.policies.Yaml.at;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.sandboxd.config.DeadlineBudget;
-import io.sandboxd.policies.Yaml;
+import io.sandboxd.policies.PolicyFiles;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -63,7 +63,7 @@ class ServiceFormulasTest {
             expected.addAll(List.of("--closed", "tcp:" + host + ":8080"));
           }
           expected.addAll(lines(params.get("isolationGate" + kind + "Tail")));
-          List<String> command = Yaml.at(pod, "spec", "initContainers", 0, "command");
+          List<String> command = (List<String>) PolicyFiles.gateContainer(pod).get("command");
           assertEquals(expected, command, name + " of the replica at \"" + ownAddress + "\" with " + valueSet);
         });
       }

@@ -165,7 +165,15 @@ class AdmissionPolicyTest {
       assertEquals("IfNotPresent", c.get("imagePullPolicy"));
       assertEquals("python3", ((List<?>) c.get("command")).get(0));
     }
-    assertEquals(List.of("python3", "-c", "import time; time.sleep(3600)"), (Object) at(pod, "spec", "containers", 0, "command"));
+    List<String> main = at(pod, "spec", "containers", 0, "command");
+    if (main.contains("/opt/sandboxd/probe/isolation_gate.py")) {
+      // A snippet pod's one container is the gate, then what runs in its place (the executor, the probe).
+      assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py"), main.subList(0, 2), fixture.toString());
+      assertTrue(main.contains("--"), "the gate execs what follows \"--\": " + main);
+      assertEquals(SNIPPET_IMAGE, at(pod, "spec", "containers", 0, "image"));
+    } else {
+      assertEquals(List.of("python3", "-c", "import time; time.sleep(3600)"), main);
+    }
   }
 
   @ParameterizedTest(name = "{0}")
@@ -374,22 +382,23 @@ class AdmissionPolicyTest {
   @Test
   void theGateCommandIsPinnedWholeButForTheReplicasOwnAddress() {
     List<String> head = PolicyFiles.SNIPPET_GATE_HEAD;
-    List<String> tail = PolicyFiles.GATE_TAIL;
+    List<String> then = PolicyFiles.SNIPPET_THEN;
+    List<String> tail = concat(PolicyFiles.GATE_TAIL, then);
     // The replica's own pod IP, right after the DNS arguments, IPv4 or bracketed IPv6.
     for (String own : List.of("tcp:10.244.1.7:8080", "tcp:[fd00:10:244::7]:8080", "tcp:[::ffff:10.0.0.1]:8080")) {
-      assertEquals(List.of(), denials(AdmissionRequest.create(withGate(concat(head, List.of("--closed", own), tail)),
+      assertEquals(List.of(), denials(AdmissionRequest.create(withSnippetGate(concat(head, List.of("--closed", own), tail)),
           SANDBOXD_USER), defaultParams()), own);
     }
     List<List<String>> refused = List.of(
-        concat(head, tail, List.of("--best-effort")),
-        concat(head, List.of("--ipv6-link-local", "--timeout", "0.5", "--within", "30", "--best-effort")),
-        concat(head, List.of("--ipv6-link-local", "--timeout", "0.5", "--within", "299")),
-        concat(head, List.of("--ipv6-link-local", "--timeout", "5", "--within", "300")),
-        concat(head, List.of("--timeout", "0.5", "--within", "300")),
+        concat(head, PolicyFiles.GATE_TAIL, List.of("--best-effort"), then),
+        concat(head, List.of("--ipv6-link-local", "--timeout", "0.5", "--within", "30", "--best-effort"), then),
+        concat(head, List.of("--ipv6-link-local", "--timeout", "0.5", "--within", "299"), then),
+        concat(head, List.of("--ipv6-link-local", "--timeout", "5", "--within", "300"), then),
+        concat(head, List.of("--timeout", "0.5", "--within", "300"), then),
         concat(head.subList(0, 4), tail),
         concat(head.subList(0, 2), tail),
         // Elements that join to the pinned string must still be the pinned list.
-        concat(head, List.of("--ipv6-link-local", "--timeout\n0.5", "--within", "300")),
+        concat(head, List.of("--ipv6-link-local", "--timeout\n0.5", "--within", "300"), then),
         // Any other pair, the own pair anywhere else, twice, with another port, or not an address.
         concat(head, List.of("--closed", "tcp:10.0.0.5:443"), tail),
         concat(head, List.of("--closed", "icmp:10.244.1.7"), tail),
@@ -402,9 +411,14 @@ class AdmissionPolicyTest {
         concat(head, List.of("--best-effort", "tcp:10.244.1.7:8080"), tail),
         // The tool pods' command on a snippet pod.
         concat(PolicyFiles.TOOL_GATE_HEAD, tail),
-        List.of("python3", "/opt/sandboxd/probe/isolation_gate.py"));
+        List.of("python3", "/opt/sandboxd/probe/isolation_gate.py"),
+        // The gate without the executor after it, something else in the executor's place, the executor first.
+        concat(head, PolicyFiles.GATE_TAIL),
+        concat(head, PolicyFiles.GATE_TAIL, List.of("--", "python3", "-c", "import sandbox_executor")),
+        concat(head, PolicyFiles.GATE_TAIL, then, List.of("--debug")),
+        List.of("python3", "-m", "sandbox_executor"));
     for (List<String> command : refused) {
-      List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(withGate(command), SANDBOXD_USER),
+      List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(withSnippetGate(command), SANDBOXD_USER),
           defaultParams());
       assertEquals(List.of("sandboxd-isolation-gate"), denials.stream().map(PolicyEvaluator.Denial::policy).toList(),
           command.toString());
@@ -431,10 +445,8 @@ class AdmissionPolicyTest {
     Map<String, Object> probe = Yaml.readFile(GOOD_FIXTURES.resolve("probe-pod.yaml"));
     annotations(probe).clear();
     assertEquals(List.of(), denials(AdmissionRequest.create(probe, PROBE_USER), defaultParams()));
-    Map<String, Object> tool = Yaml.copy(probe);
-    labels(tool).put("sandboxd.io/kind", "tool");
-    ((Map<String, Object>) at(tool, "spec", "initContainers", 0)).put("command",
-        concat(PolicyFiles.TOOL_GATE_HEAD, PolicyFiles.PROBE_GATE_TAIL));
+    Map<String, Object> tool = withGate(concat(PolicyFiles.TOOL_GATE_HEAD, PolicyFiles.PROBE_GATE_TAIL));
+    labels(tool).putAll(Map.of("sandboxd.io/kind", "tool", "sandboxd.io/probe", "true"));
     assertEquals(List.of(), denials(AdmissionRequest.create(tool, PROBE_USER), defaultParams()));
 
     // Not from sandboxd's account, nor from another allowed creator.
@@ -477,6 +489,16 @@ class AdmissionPolicyTest {
       assertEquals(List.of("sandboxd-isolation-gate"), denials.stream().map(PolicyEvaluator.Denial::policy).toList());
       assertTrue(denials.get(0).message().startsWith("sandbox pods must keep their init containers"), denials.toString());
     }
+    // A snippet pod's one container, the gate, keeps its command too: nothing in its place, nothing after it.
+    Map<String, Object> snippet = Yaml.readFile(GOOD_FIXTURES.resolve("pool-pod-own-address.yaml"));
+    for (List<String> command : List.of(List.of("python3", "-m", "sandbox_executor"),
+        concat(PolicyFiles.gateContainer(snippet).get("command") instanceof List<?> l ? (List<String>) l : List.of(),
+            List.of("--debug")))) {
+      Map<String, Object> changed = Yaml.copy(snippet);
+      PolicyFiles.gateContainer(changed).put("command", command);
+      assertEquals(List.of("sandboxd-isolation-gate"), denials(AdmissionRequest.update(snippet, changed, SANDBOXD_USER),
+          defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList(), command.toString());
+    }
     // Params without the gate commands block creations, not updates of existing pods.
     Map<String, Object> bare = paramsWith(data -> data.keySet().removeIf(k -> k.startsWith("isolationGate")));
     Map<String, Object> claimed = Yaml.copy(pod);
@@ -517,7 +539,7 @@ class AdmissionPolicyTest {
     labels(warm).putAll(Map.of("app.kubernetes.io/managed-by", "sandboxd", "sandboxd.io/state", "warm"));
     annotations(warm).put("sandboxd.io/reserved-until", "2030-01-01T00:00:00Z");
     List<Consumer<Map<String, Object>>> changes = List.of(
-        p -> labels(p).put("sandboxd.io/kind", "tool"),
+        p -> labels(p).put("sandboxd.io/kind", "snippet"),
         p -> labels(p).remove("sandboxd.io/state"),
         p -> labels(p).put("sandboxd.io/state", "claimed"),
         p -> labels(p).remove("app.kubernetes.io/managed-by"),
@@ -795,9 +817,14 @@ class AdmissionPolicyTest {
   }
 
   /** good/minimal.yaml with this isolation gate command. */
+  /** good/minimal.yaml (a tool pod's shape) with this command in its gate, the first init container. */
   private static Map<String, Object> withGate(List<String> command) {
-    return mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec", "initContainers", 0))
-        .put("command", new ArrayList<>(command)));
+    return mutate("minimal.yaml", p -> PolicyFiles.gateContainer(p).put("command", new ArrayList<>(command)));
+  }
+
+  /** good/pool-pod-own-address.yaml (a snippet pod's shape) with this command in its one container. */
+  private static Map<String, Object> withSnippetGate(List<String> command) {
+    return mutate("pool-pod-own-address.yaml", p -> PolicyFiles.gateContainer(p).put("command", new ArrayList<>(command)));
   }
 
   @SafeVarargs

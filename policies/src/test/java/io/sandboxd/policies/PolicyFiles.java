@@ -72,6 +72,12 @@ public final class PolicyFiles {
   public static final List<String> PROBE_GATE_TAIL =
       List.of("--ipv6-link-local", "--timeout", "0.5", "--within", "30", "--best-effort");
 
+  /** What a snippet pod's one container runs in the gate's place once it passed: the executor. */
+  public static final List<String> SNIPPET_THEN = List.of("--", "python3", "-m", "sandbox_executor");
+
+  /** What the helm-test probe's snippet pod runs in the gate's place: the probe. */
+  public static final List<String> PROBE_SNIPPET_THEN = List.of("--", "python3", "/opt/sandboxd/probe/sandbox_probe.py");
+
   private PolicyFiles() {}
 
   /** The params ConfigMap as the chart renders it with default values (internal-contracts). */
@@ -90,8 +96,9 @@ public final class PolicyFiles {
             Map.entry("allowedVolumeTypes", "emptyDir"),
             Map.entry("isolationGateImage", SNIPPET_IMAGE),
             Map.entry("isolationGateSnippetHead", String.join("\n", SNIPPET_GATE_HEAD)),
-            Map.entry("isolationGateSnippetTail", String.join("\n", GATE_TAIL)),
-            Map.entry("isolationGateProbeSnippet", String.join("\n", concat(SNIPPET_GATE_HEAD, PROBE_GATE_TAIL))),
+            Map.entry("isolationGateSnippetTail", String.join("\n", concat(GATE_TAIL, SNIPPET_THEN))),
+            Map.entry("isolationGateProbeSnippet",
+                String.join("\n", concat(concat(SNIPPET_GATE_HEAD, PROBE_GATE_TAIL), PROBE_SNIPPET_THEN))),
             Map.entry("isolationGateToolHead", String.join("\n", TOOL_GATE_HEAD)),
             Map.entry("isolationGateToolTail", String.join("\n", GATE_TAIL)),
             Map.entry("isolationGateProbeTool", String.join("\n", concat(TOOL_GATE_HEAD, PROBE_GATE_TAIL))),
@@ -103,6 +110,16 @@ public final class PolicyFiles {
   }
 
   /** @return a followed by b */
+  /**
+   * @param pod a sandbox pod
+   * @return the container that runs its isolation gate: a snippet pod's one container, a tool pod's first init
+   *     container (sandboxd-isolation-gate)
+   */
+  public static Map<String, Object> gateContainer(Map<String, Object> pod) {
+    boolean snippet = "snippet".equals(Yaml.at(pod, "metadata", "labels", "sandboxd.io/kind"));
+    return Yaml.at(pod, "spec", snippet ? "containers" : "initContainers", 0);
+  }
+
   public static List<String> concat(List<String> a, List<String> b) {
     return Stream.concat(a.stream(), b.stream()).toList();
   }

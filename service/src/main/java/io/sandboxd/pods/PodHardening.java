@@ -129,26 +129,42 @@ final class PodHardening {
     static final String ISOLATION_GATE = "/opt/sandboxd/probe/isolation_gate.py";
 
     /**
-     * An init container, from the platform's image so an agent's image cannot skip it, that holds the
-     * sandbox back until every channel it checks is observably closed (nothing answers at all, on IPv4
-     * and IPv6 link-local): NetworkPolicy enforcers program a new pod's rules asynchronously, the e2e suite
-     * saw a fresh tool pod reach the metadata address in that window, and a cluster may filter IPv4 only.
-     * See {@link io.sandboxd.config.IsolationGateSettings} and the gate's own doc for what it checks.
+     * The isolation gate's command: it holds the sandbox back until every channel it checks is observably closed
+     * (nothing answers at all, on IPv4 and IPv6 link-local). NetworkPolicy enforcers program a new pod's rules
+     * asynchronously, the e2e suite saw a fresh tool pod reach the metadata address in that window, and a cluster
+     * may filter IPv4 only. See {@link io.sandboxd.config.IsolationGateSettings} and the gate's own doc for what it
+     * checks.
+     *
+     * @param dnsName a name cluster DNS must resolve first (tool pods), or {@code null} (snippets, which must get no
+     *                answer from cluster DNS at all)
+     * @param then    what the gate runs in its place once closed ({@code --} then the command: a snippet pod's one
+     *                container), or empty (the gate exits: a tool pod's init container)
+     */
+    static List<String> gateCommand(SecuritySettings security, String dnsName, List<String> then) {
+        List<String> command = new ArrayList<>(List.of("python3", ISOLATION_GATE));
+        command.addAll(security.isolationGate().arguments(dnsName));
+        if (!then.isEmpty()) {
+            command.add("--");
+            command.addAll(then);
+        }
+        return command;
+    }
+
+    /**
+     * The gate as an init container, from the platform's image so an agent's image cannot skip it (tool pods: their
+     * main container is the agent's image).
      *
      * @param platformImage the snippet image, which carries the gate
-     * @param dnsName       a name cluster DNS must resolve first (tool pods), or {@code null} (snippets, which must
-     *                      get no answer from cluster DNS at all)
+     * @param dnsName       a name cluster DNS must resolve first, or {@code null}
      * @param uid           the pod's own uid
      */
     static Container isolationGate(String platformImage, SecuritySettings security, ResourceRequirements resources,
                                    String dnsName, long uid) {
-        List<String> command = new ArrayList<>(List.of("python3", ISOLATION_GATE));
-        command.addAll(security.isolationGate().arguments(dnsName));
         return new ContainerBuilder()
                 .withName("isolation-gate")
                 .withImage(platformImage)
                 .withImagePullPolicy("IfNotPresent")
-                .withCommand(command)
+                .withCommand(gateCommand(security, dnsName, List.of()))
                 .withResources(resources)
                 .withSecurityContext(containerSecurityContext(security, uid))
                 .build();

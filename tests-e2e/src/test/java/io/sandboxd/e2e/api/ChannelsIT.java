@@ -12,6 +12,7 @@ import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.TestPods;
+import io.sandboxd.pods.SnippetPodSpec;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -187,7 +188,7 @@ class ChannelsIT {
         List<Integer> rounds = new ArrayList<>();
         for (Pod pod : poolPods()) {
             String log = sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(pod.getMetadata().getName())
-                    .inContainer("isolation-gate").getLog();
+                    .inContainer(SnippetPodSpec.CONTAINER).getLog(); // the gate, then the executor in its place
             Matcher m = GATE_CLOSED.matcher(log);
             assertTrue(m.find(), "the gate of " + pod.getMetadata().getName() + " passed only once closed: " + log);
             assertTrue(log.contains("--ipv6-link-local") || log.contains("ff02::1"), "IPv6 link-local was checked: " + log);

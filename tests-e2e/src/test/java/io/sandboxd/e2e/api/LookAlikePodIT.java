@@ -14,6 +14,7 @@ import java.util.UUID;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.PodFate;
+import io.sandboxd.e2e.support.RunsAlone;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.pods.PodStates;
@@ -42,7 +43,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <ul>
  * <li>admission ({@code sandboxd-pod-identity}): nobody but sandboxd's own account may put sandboxd's marks on a pod,
  * so the probe account's create is refused;</li>
- * <li>the seal: with that admission rule unbound, the look-alike is created and Ready, its forger answers when called
+ * <li>the seal: with that admission rule unbound (and {@code sandboxd-isolation-gate}, which pins a snippet pod's one
+ * container to the gate and the executor), the look-alike is created and Ready, its forger answers when called
  * directly (the positive control), yet sandboxd never reserves it and runs every call of another project in its own
  * pods; its leader deletes the look-alike as unsealed (the copied seal is bound to another pod's uid).</li>
  * </ul>
@@ -50,8 +52,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * (the forged output reaches the caller); the admission rule removed makes the first create succeed.
  */
 @IsolationTest
+@RunsAlone("unbinds two admission rules for a while")
 class LookAlikePodIT {
     private static final String IDENTITY_POLICY = "sandboxd-pod-identity";
+    /** Also unbound: it would refuse the forger in a snippet pod's one container, whatever its marks. */
+    private static final String GATE_POLICY = "sandboxd-isolation-gate";
     private static final String FORGED = "FORGED-BY-LOOKALIKE";
     /** Answers like an executor would, with forged output: what an attacker puts behind a pool pod's labels. */
     private static final String FORGER = """
@@ -81,7 +86,8 @@ class LookAlikePodIT {
 
     @Test
     void anotherCreatorCannotPutSandboxdsMarksOnAPod() {
-        Pod lookAlike = lookAlike();
+        // Marks only: the pool pod's own spec, so that the identity rule is the one rule it breaks.
+        Pod lookAlike = lookAlike(false);
         awaitIdentityRuleInForce(lookAlike);
         KubernetesClientException refused = assertThrows(KubernetesClientException.class, () -> probeAccount.pods()
                 .inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(lookAlike).create());
@@ -105,14 +111,20 @@ class LookAlikePodIT {
     @Test
     void aLookAlikeWithACopiedSealNeverGetsARunAndIsDeleted() throws Exception {
         KubernetesClient admin = sandboxd.k8s();
-        ValidatingAdmissionPolicyBinding binding = admin.admissionRegistration().v1()
-                .validatingAdmissionPolicyBindings().withName(IDENTITY_POLICY).get();
-        assertTrue(binding != null, "the chart binds " + IDENTITY_POLICY);
-        Pod lookAlike = lookAlike();
+        List<ValidatingAdmissionPolicyBinding> bindings = new ArrayList<>();
+        for (String policy : List.of(IDENTITY_POLICY, GATE_POLICY)) {
+            ValidatingAdmissionPolicyBinding binding = admin.admissionRegistration().v1()
+                    .validatingAdmissionPolicyBindings().withName(policy).get();
+            assertTrue(binding != null, "the chart binds " + policy);
+            bindings.add(binding);
+        }
+        Pod lookAlike = lookAlike(true);
         String name = name(lookAlike);
         try {
-            // The admission defence off, to show the seal holds on its own (an admin who disabled admission).
-            admin.admissionRegistration().v1().validatingAdmissionPolicyBindings().withName(IDENTITY_POLICY).delete();
+            // The admission defences off, to show the seal holds on its own (an admin who disabled admission).
+            for (ValidatingAdmissionPolicyBinding binding : bindings) {
+                admin.admissionRegistration().v1().validatingAdmissionPolicyBindings().resource(binding).delete();
+            }
             await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(500)).ignoreExceptions()
                     .until(() -> {
                         probeAccount.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(lookAlike).create();
@@ -156,13 +168,16 @@ class LookAlikePodIT {
             assertTrue(fate.toString().contains("no valid seal"), "deleted by sandboxd as unsealed: " + fate);
         } finally {
             admin.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).withGracePeriod(0).delete();
-            binding.getMetadata().setResourceVersion(null);
-            binding.getMetadata().setUid(null);
-            binding.getMetadata().setCreationTimestamp(null);
-            binding.getMetadata().setManagedFields(null);
-            admin.admissionRegistration().v1().validatingAdmissionPolicyBindings().resource(binding).createOr(
-                    op -> op.update());
-            awaitIdentityRuleInForce(lookAlike());
+            for (ValidatingAdmissionPolicyBinding binding : bindings) {
+                binding.getMetadata().setResourceVersion(null);
+                binding.getMetadata().setUid(null);
+                binding.getMetadata().setCreationTimestamp(null);
+                binding.getMetadata().setManagedFields(null);
+                admin.admissionRegistration().v1().validatingAdmissionPolicyBindings().resource(binding).createOr(
+                        op -> op.update());
+            }
+            awaitIdentityRuleInForce(lookAlike(false));
+            awaitGateRuleInForce(lookAlike(true));
         }
     }
 
@@ -181,8 +196,25 @@ class LookAlikePodIT {
         });
     }
 
-    /** A copy of a live pool pod sandboxd made, with its labels and annotations (seal included) and a forger. */
-    private static Pod lookAlike() {
+    /** As {@link #awaitIdentityRuleInForce}, for the gate rule: the forger without sandboxd's marks is refused by it. */
+    private static void awaitGateRuleInForce(Pod lookAlike) {
+        Pod unmarked = new PodBuilder(lookAlike).editMetadata().withLabels(Map.of("sandboxd.io/kind", "snippet"))
+                .withAnnotations(Map.of()).endMetadata().build();
+        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500)).until(() -> {
+            try {
+                probeAccount.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(unmarked).dryRun().create();
+                return false;
+            } catch (KubernetesClientException e) {
+                return e.getCode() == 403 && e.getMessage().contains(GATE_POLICY);
+            }
+        });
+    }
+
+    /**
+     * @param forger whether its one container runs the forger instead of the gate and the executor
+     * @return a copy of a live pool pod sandboxd made, with its labels and annotations (seal included)
+     */
+    private static Pod lookAlike(boolean forger) {
         Pod real = sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
                 .withLabel("sandboxd.io/kind", "snippet").withLabelIn("sandboxd.io/state", "warm", "reserved").list()
                 .getItems().stream().filter(p -> p.getMetadata().getAnnotations() != null
@@ -197,9 +229,11 @@ class LookAlikePodIT {
                         .substring(0, 8)).withNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabels(labels)
                 .withAnnotations(annotations).endMetadata().withSpec(real.getSpec()).build();
         copy.getSpec().setNodeName(null);
-        Container main = copy.getSpec().getContainers().getFirst();
-        main.setCommand(List.of("python3", "-c", FORGER));
-        main.setArgs(null);
+        if (forger) {
+            Container main = copy.getSpec().getContainers().getFirst();
+            main.setCommand(List.of("python3", "-c", FORGER));
+            main.setArgs(null);
+        }
         return copy;
     }
 

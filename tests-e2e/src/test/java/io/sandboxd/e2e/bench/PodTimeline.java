@@ -26,10 +26,10 @@ final class PodTimeline implements AutoCloseable {
         CREATED("created"),
         SCHEDULED("scheduling"),
         SANDBOX_READY("pod sandbox and CNI (PodReadyToStartContainers)"),
-        GATE_STARTED("isolation gate container start"),
+        GATE_STARTED("isolation gate init container start (tool pods)"),
         GATE_DONE("isolation gate: its wait for the policy enforcer"),
-        MAIN_STARTED("main container start (executor process)"),
-        READY("readiness (executor's interpreter up, probe passes)");
+        MAIN_STARTED("main container start (a snippet's: the gate)"),
+        READY("readiness (a snippet's gate wait, then the executor up)");
 
         final String step;
 

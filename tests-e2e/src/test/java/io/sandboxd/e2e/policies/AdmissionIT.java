@@ -29,6 +29,7 @@ import java.time.Duration;
 import java.util.stream.Stream;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -168,7 +169,9 @@ class AdmissionIT {
         Pod copy = asWritten(pool.get(0));
         Pod answer = dryRunCreate(asSandboxd, copy);
         assertNotNull(answer.getMetadata().getName());
-        assertTrue(answer.getSpec().getInitContainers().get(0).getName().equals("isolation-gate"), "gate first");
+        assertTrue(answer.getSpec().getInitContainers().isEmpty(), "nothing before the gate");
+        assertEquals("/opt/sandboxd/probe/isolation_gate.py", answer.getSpec().getContainers().get(0).getCommand().get(1),
+                "its one container runs the gate first");
     }
 
     @Test

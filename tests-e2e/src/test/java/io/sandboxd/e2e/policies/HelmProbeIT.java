@@ -1,5 +1,8 @@
 package io.sandboxd.e2e.policies;
 
+import io.sandboxd.pods.SnippetPodSpec;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.readiness.Readiness;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.sandboxd.e2e.support.IsolationTest;
@@ -120,13 +123,14 @@ class HelmProbeIT {
                     .until(() -> poolPodNames().stream().filter(n -> !before.contains(n)).findFirst().orElse(null), n -> n != null);
             String name = waitingPod;
             await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofSeconds(1)).until(() ->
-                    k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).inContainer("isolation-gate").getLog()
-                            .contains("answered"));
+                    gateLog(name).contains("answered"));
+            // The gate runs in the snippet's one container: Running, never Ready, the executor never started.
             await("the sandbox never starts while IPv6 answers").during(Duration.ofSeconds(5))
-                    .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(500)).until(() -> "Pending".equals(
-                            k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).get().getStatus().getPhase()));
-            System.out.println("gate of " + name + " while IPv6 is open: "
-                    + k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).inContainer("isolation-gate").getLog());
+                    .atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(500)).until(() -> {
+                        Pod pod = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).get();
+                        return !Readiness.isPodReady(pod) && !gateLog(name).contains("closed after");
+                    });
+            System.out.println("gate of " + name + " while IPv6 is open: " + gateLog(name));
         } finally {
             podNetwork("close");
             control.close();
@@ -140,6 +144,10 @@ class HelmProbeIT {
             Sandboxd.get().awaitPodGone(held);
         }
         Sandboxd.get().awaitWarmPool();
+    }
+
+    private static String gateLog(String pod) {
+        return k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(pod).inContainer(SnippetPodSpec.CONTAINER).getLog();
     }
 
     private static Set<String> poolPodNames() {

@@ -1,0 +1,157 @@
+package io.sandboxd.e2e.api;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+import io.sandboxd.e2e.support.IsolationTest;
+import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.TestCluster;
+import io.sandboxd.pods.SnippetPodSpec;
+
+import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.LocalPortForward;
+import io.fabric8.kubernetes.client.dsl.ExecWatch;
+import io.fabric8.kubernetes.client.readiness.Readiness;
+import org.junit.jupiter.api.Test;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A snippet pod's one container runs the isolation gate, which execs the executor in its place only once every channel
+ * it checks is closed: until then nothing listens on the pod's port, so no {@code /run} is answered and no snippet code
+ * can run in a pod whose policy is not yet in force. Shown as whoever reaches a pod would try it: {@code /run} sent to
+ * a pod held at its gate through the API server's port-forward, which enters the pod's network namespace past every
+ * NetworkPolicy, and a connection from inside the pod itself.
+ * <p>
+ * The pod is a warm pool pod's own spec, created with sandboxd's account and held at its gate by the one pair a replica
+ * may add ({@code --closed tcp:<address>:8080}) naming the pod's own loopback: port 8080 refuses until the executor
+ * listens, and a refusal keeps the gate shut. Positive control: a warm pool pod answers the same {@code /run} (401
+ * without the pod's secret). Mutation: the gate exec'ing its command before its first round (in isolation_gate.py's
+ * {@code main}) gets the held pod Ready and its {@code /run} answered.
+ */
+@IsolationTest
+class GateFirstIT {
+    private static final String HELD = "e2e-held-at-gate";
+    /** How long the held pod is watched for a Ready or an answer: longer than any gate pass on this node. */
+    private static final Duration HOLD = Duration.ofSeconds(15);
+
+    @Test
+    void noRunIsAnsweredUntilTheGateHasPassed() throws Exception {
+        Sandboxd sandboxd = Sandboxd.get();
+        sandboxd.awaitWarmPool();
+        KubernetesClient k8s = sandboxd.k8s();
+        Pod warm = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("app.kubernetes.io/managed-by", "sandboxd")
+                .withLabel("sandboxd.io/kind", "snippet").withLabelIn("sandboxd.io/state", "warm", "reserved").list()
+                .getItems().stream().filter(Readiness::isPodReady).findFirst().orElseThrow();
+
+        // Positive control: a pool pod past its gate answers /run (without its secret: 401, but an HTTP answer).
+        Optional<Integer> control = postRun(k8s, warm.getMetadata().getName());
+        assertEquals(Optional.of(401), control, "a warm pod's executor answers /run");
+
+        try (KubernetesClient asSandboxd = TestCluster.as("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":sandboxd")) {
+            asSandboxd.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(heldAtItsGate(warm)).create();
+        }
+        try {
+            await("the held pod's gate runs and finds its own port answering").atMost(Duration.ofMinutes(2))
+                    .pollInterval(Duration.ofMillis(500)).ignoreExceptions().until(() -> gateRunning(k8s)
+                            && log(k8s).contains("tcp 127.0.0.1:8080 answered"));
+            await("the held pod is never Ready").during(HOLD).atMost(HOLD.plusSeconds(10))
+                    .pollInterval(Duration.ofMillis(500)).until(() -> !Readiness.isPodReady(held(k8s)));
+
+            // /run sent early, past the NetworkPolicy: nothing listens, so no HTTP answer of any kind.
+            assertEquals(Optional.empty(), postRun(k8s, HELD), "a pod at its gate answers no /run: " + log(k8s));
+
+            // From inside: the container's first process is still the gate, and its port refuses.
+            String inside = exec(k8s, """
+                    import socket
+                    print("pid 1:", open("/proc/1/cmdline", "rb").read().split(b"\\0")[1].decode())
+                    try:
+                        socket.create_connection(("127.0.0.1", 8080), 2)
+                        print("port 8080: answered")
+                    except OSError as e:
+                        print("port 8080: closed,", type(e).__name__)
+                    """);
+            assertTrue(inside.contains("pid 1: /opt/sandboxd/probe/isolation_gate.py"), inside);
+            assertTrue(inside.contains("port 8080: closed"), inside);
+            assertTrue(!log(k8s).contains("closed after"), "the gate never passed: " + log(k8s));
+            System.out.println("held at its gate for " + HOLD.toSeconds() + " s, /run unanswered; from inside: "
+                                       + inside.strip().replace('\n', ';'));
+        } finally {
+            k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(HELD).withGracePeriod(0).delete();
+        }
+    }
+
+    /** A copy of a warm pool pod's spec whose own-address pair names the pod's own executor port. */
+    private static Pod heldAtItsGate(Pod warm) {
+        Pod pod = new PodBuilder().withNewMetadata().withName(HELD).withNamespace(Sandboxd.SANDBOX_NAMESPACE)
+                // Not managed by sandboxd, so the pool never adopts it; the snippet policies select it by kind.
+                .withLabels(Map.of("sandboxd.io/kind", "snippet", "app.kubernetes.io/managed-by", "e2e"))
+                .endMetadata().withSpec(warm.getSpec()).build();
+        pod.getSpec().setNodeName(null);
+        List<String> command = new ArrayList<>(pod.getSpec().getContainers().getFirst().getCommand());
+        int own = -1;
+        for (int i = 1; i < command.size(); i++) {
+            if (command.get(i - 1).equals("--closed") && command.get(i).matches("tcp:.*:8080")) {
+                own = i;
+            }
+        }
+        assertTrue(own > 0, "the pool pod's gate has its replica's own pair: " + command);
+        command.set(own, "tcp:127.0.0.1:8080");
+        pod.getSpec().getContainers().getFirst().setCommand(command);
+        return pod;
+    }
+
+    private static Pod held(KubernetesClient k8s) {
+        return k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(HELD).get();
+    }
+
+    private static boolean gateRunning(KubernetesClient k8s) {
+        List<ContainerStatus> statuses = held(k8s).getStatus().getContainerStatuses();
+        return statuses != null && !statuses.isEmpty() && statuses.getFirst().getState().getRunning() != null;
+    }
+
+    private static String log(KubernetesClient k8s) {
+        return k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(HELD).inContainer(SnippetPodSpec.CONTAINER)
+                .getLog();
+    }
+
+    /** The HTTP status of a {@code POST /run} through a port-forward to the pod's port 8080, or empty without one. */
+    private static Optional<Integer> postRun(KubernetesClient k8s, String pod) throws InterruptedException {
+        try (LocalPortForward forward = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(pod).portForward(8080);
+             HttpClient http = HttpClient.newHttpClient()) {
+            HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+                            + forward.getLocalPort() + "/run")).timeout(Duration.ofSeconds(10))
+                    .header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"code\": \"print('early')\"}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            return Optional.of(response.statusCode());
+        } catch (IOException e) {
+            return Optional.empty();
+        }
+    }
+
+    private static String exec(KubernetesClient k8s, String python) throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (ExecWatch watch = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(HELD)
+                .inContainer(SnippetPodSpec.CONTAINER).writingOutput(out).writingError(out)
+                .exec("python3", "-c", python)) {
+            watch.exitCode().get(60, TimeUnit.SECONDS);
+        }
+        return out.toString();
+    }
+}
