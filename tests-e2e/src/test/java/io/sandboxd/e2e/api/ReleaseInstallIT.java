@@ -14,6 +14,7 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.readiness.Readiness;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -58,8 +59,8 @@ class ReleaseInstallIT {
                 .filter(p -> p.getMetadata().getDeletionTimestamp() == null).toList();
         List<Pod> sandboxes = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
                 .withLabel("app.kubernetes.io/managed-by", "sandboxd").withLabel("sandboxd.io/kind", "snippet")
-                .list().getItems().stream().filter(p -> p.getStatus().getContainerStatuses() != null
-                        && !p.getStatus().getContainerStatuses().isEmpty()).toList();
+                // Ready ones: a pod still starting (another class makes them alongside) has no image ID yet.
+                .list().getItems().stream().filter(Readiness::isPodReady).toList();
         assertFalse(replicas.isEmpty(), "sandboxd runs");
         assertFalse(sandboxes.isEmpty(), "warm sandboxes run");
         for (Pod pod : replicas) {
