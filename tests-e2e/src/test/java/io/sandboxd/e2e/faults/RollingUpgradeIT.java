@@ -1,5 +1,7 @@
 package io.sandboxd.e2e.faults;
 
+import java.nio.file.Path;
+
 import java.time.Duration;
 import java.util.List;
 
@@ -10,6 +12,7 @@ import io.sandboxd.e2e.support.RunsAlone;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -46,13 +49,19 @@ class RollingUpgradeIT {
                 "--set-string", "podAnnotations.sandboxd\\.io/upgraded-at=" + System.currentTimeMillis()));
     }
 
-    /**
-     * The pod template back as installed (no annotation), so the class leaves the install as it found it. Helm merges
-     * a map set to {@code {}} with the reused one; only a key set to null is removed.
-     */
+    /** The values as installed, to leave the install as the class found it. */
+    private static Path installed;
+
+    @BeforeAll
+    static void saveTheValues() {
+        Sandboxd.get();
+        installed = Sandboxd.savedValues();
+    }
+
+    /** The pod template back as installed (no annotation). */
     @AfterAll
     static void restoreThePodTemplate() {
-        Sandboxd.upgradeReusingValues("--set", "podAnnotations.sandboxd\\.io/upgraded-at=null");
+        Sandboxd.upgradeToValues(installed);
         Sandboxd.reconnect();
     }
 

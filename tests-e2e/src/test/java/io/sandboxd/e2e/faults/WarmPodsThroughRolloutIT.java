@@ -45,7 +45,7 @@ class WarmPodsThroughRolloutIT {
     void aRolloutRestartKeepsEveryWarmPod() {
         // The shortest hold (20 s), so that a reservation left behind by a stopped replica lapses within the test.
         try (WarmToolPodsOn warm = WarmToolPodsOn.of(Sandboxd.AGENT_IMAGE, PODS, Map.of(
-                "lifecycle.reservationHoldSeconds", Map.entry("20", "120")))) {
+                "lifecycle.reservationHoldSeconds", "20"))) {
             Sandboxd sandboxd = warm.sandboxd();
             KubernetesClient k8s = sandboxd.k8s();
             Set<String> tools = names(warm.awaitReserved(PODS));

@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.client.LocalPortForward;
 import io.sandboxd.tokens.TokenMinter;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -88,6 +89,35 @@ public final class Sandboxd {
                 "--kubeconfig", TestCluster.kubeconfig().toString(), "--reuse-values", "--wait", "--timeout", "5m"));
         helm.addAll(List.of(sets));
         HostCommand.run(helm.toArray(String[]::new));
+    }
+
+    /**
+     * The release's user-supplied values as they are now ({@code helm get values}), for {@link #upgradeToValues}.
+     *
+     * @return a file holding them (JSON)
+     */
+    public static Path savedValues() {
+        try {
+            Path file = Files.createTempFile("sandboxd-values", ".json");
+            Files.writeString(file, HostCommand.run(Env.helm().toString(), "get", "values", RELEASE, "--namespace",
+                    RELEASE_NAMESPACE, "--kubeconfig", TestCluster.kubeconfig().toString(), "--output", "json"));
+            return file;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * A {@code helm upgrade} to exactly these user-supplied values ({@code --reset-values -f}): every value set since
+     * they were saved is undone, a map key added included (a key set to null or a map set to {@code {}} under
+     * {@code --reuse-values} leaves a merged key in place).
+     *
+     * @param values a file from {@link #savedValues()}
+     */
+    public static void upgradeToValues(Path values) {
+        HostCommand.run(Env.helm().toString(), "upgrade", RELEASE, Env.chart(), "--namespace", RELEASE_NAMESPACE,
+                "--kubeconfig", TestCluster.kubeconfig().toString(), "--reset-values", "--values", values.toString(),
+                "--wait", "--timeout", "5m");
     }
 
     /**

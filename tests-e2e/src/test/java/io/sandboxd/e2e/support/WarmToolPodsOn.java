@@ -1,5 +1,6 @@
 package io.sandboxd.e2e.support;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,12 +22,12 @@ import static org.awaitility.Awaitility.await;
 public final class WarmToolPodsOn implements AutoCloseable {
 
     private final Sandboxd sandboxd;
-    /** Chart values set back on close, beside the empty list ({@code --set key=value} each). */
-    private final List<String> restores;
+    /** The release's values before, set back on close. */
+    private final Path before;
 
-    private WarmToolPodsOn(Sandboxd sandboxd, List<String> restores) {
+    private WarmToolPodsOn(Sandboxd sandboxd, Path before) {
         this.sandboxd = sandboxd;
-        this.restores = restores;
+        this.before = before;
     }
 
     /**
@@ -41,21 +42,18 @@ public final class WarmToolPodsOn implements AutoCloseable {
     /**
      * @param image image whose tool pods are kept warm
      * @param pods  how many
-     * @param also  other chart values set in the same upgrade, each with the value {@link #close} sets back
+     * @param also  other chart values set in the same upgrade ({@link #close} sets every value back as it was)
      * @return sandboxd with warm tool pods of {@code image}, reconnected, {@code pods} of them Ready
      */
-    public static WarmToolPodsOn of(String image, int pods, Map<String, Map.Entry<String, String>> also) {
+    public static WarmToolPodsOn of(String image, int pods, Map<String, String> also) {
         Sandboxd.get(); // installed first (a fresh install would reset the value set here)
+        Path before = Sandboxd.savedValues();
         // The whole list at once: an indexed --set does not replace a list the reused values already hold.
         List<String> sets = new ArrayList<>(List.of("--set-json", "tool.warmImages=[{\"image\": \"" + image
                 + "\", \"pods\": " + pods + "}]"));
-        List<String> restores = new ArrayList<>();
-        also.forEach((key, values) -> {
-            sets.addAll(List.of("--set", key + "=" + values.getKey()));
-            restores.addAll(List.of("--set", key + "=" + values.getValue()));
-        });
+        also.forEach((key, value) -> sets.addAll(List.of("--set", key + "=" + value)));
         Sandboxd.upgradeReusingValues(sets.toArray(String[]::new));
-        WarmToolPodsOn on = new WarmToolPodsOn(Sandboxd.reconnect(), List.copyOf(restores));
+        WarmToolPodsOn on = new WarmToolPodsOn(Sandboxd.reconnect(), before);
         on.awaitReady(pods);
         return on;
     }
@@ -110,12 +108,10 @@ public final class WarmToolPodsOn implements AutoCloseable {
                 .anyMatch(c -> "Ready".equals(c.getType()) && "True".equals(c.getStatus()));
     }
 
-    /** Back to no warm tool pods (the default); the chart's config change rolls sandboxd, whose leader deletes them. */
+    /** Back to the values before (no warm tool pods); the config change rolls sandboxd, whose leader deletes them. */
     @Override
     public void close() {
-        List<String> sets = new ArrayList<>(List.of("--set-json", "tool.warmImages=[]"));
-        sets.addAll(restores);
-        Sandboxd.upgradeReusingValues(sets.toArray(String[]::new));
+        Sandboxd.upgradeToValues(before);
         Sandboxd.reconnect();
         await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(200))
                 .until(() -> sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
