@@ -6,6 +6,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
@@ -14,7 +15,9 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
+import java.util.function.ToDoubleFunction;
 
+import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.TestPods;
@@ -28,7 +31,8 @@ import org.junit.jupiter.api.Test;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Issue 11: what the node can start, and how much of it sandboxd serves. Three loops in one run, each
+ * Issue 11: what the node can start, and how much of it sandboxd serves, with sandboxes on each runtime in turn
+ * ({@code bench.runtimes}, runc then gVisor: one {@code helm upgrade} each). Three loops per runtime, each
  * {@code bench.loopSeconds} (40) with {@code bench.workers} (4) workers back to back:
  * <ul>
  *   <li>(b) plain pods: the python image running {@code sleep}, no init container, no probes, in a namespace of their
@@ -44,10 +48,42 @@ class ThroughputBenchmark {
     private static final int SECONDS = Integer.getInteger("bench.loopSeconds", 40);
     private static final int WORKERS = Integer.getInteger("bench.workers", 4);
     private static final String BENCH_MANAGER = "sandboxd-bench";
+    /** The runtimes measured, one after the other ({@code bench.runtimes}: "runc", "gvisor" or both). */
+    private static final List<String> RUNTIMES = java.util.Arrays.stream(
+            System.getProperty("bench.runtimes", "runc,gvisor").split(",")).map(String::trim)
+            .map(r -> r.equals("runc") ? "" : r).toList();
+
+    /** One runtime's three rates, per second. */
+    private record Rates(double plain, double spec, double served) {
+    }
 
     @Test
     void sandboxdServesWhatTheNodeCanStart() throws Exception {
-        Sandboxd sandboxd = Sandboxd.get();
+        Map<String, Rates> rates = new LinkedHashMap<>();
+        try {
+            for (String runtimeClass : RUNTIMES) {
+                String name = runtimeClass.isEmpty() ? "runc" : runtimeClass;
+                rates.put(name, measure(Sandboxd.onRuntime(runtimeClass), name));
+            }
+        } finally {
+            Sandboxd.onRuntime(Env.runtimeClass());
+        }
+        System.out.printf("%-58s %8s %8s%n", "sandboxes on", "runc", "gvisor");
+        row(rates, "(b) plain pods (runc, sleep), created, Ready, deleted /s", Rates::plain);
+        row(rates, "(a) the warm pool pod's spec, created, Ready, deleted /s", Rates::spec);
+        row(rates, "(c) sandboxd, " + WORKERS + " clients sending print(1), runs /s", Rates::served);
+        row(rates, "(a)/(b) (target >= 0.6)", r -> r.spec() / r.plain());
+        row(rates, "(c)/(a) (target >= 0.9)", r -> r.served() / r.spec());
+        row(rates, "(c)/(b)", r -> r.served() / r.plain());
+        if (rates.containsKey("runc") && rates.containsKey("gvisor")) {
+            System.out.printf("gvisor (a) / runc (a) = %.2f (target >= 0.8)%n",
+                              rates.get("gvisor").spec() / rates.get("runc").spec());
+        }
+        assertTrue(rates.values().stream().allMatch(r -> r.plain() > 0 && r.spec() > 0 && r.served() > 0),
+                   "every loop got work done: " + rates);
+    }
+
+    private static Rates measure(Sandboxd sandboxd, String runtime) throws Exception {
         WarmPoolBenchmark.warmUp(sandboxd, 500);
         KubernetesClient k8s = sandboxd.k8s();
 
@@ -56,7 +92,7 @@ class ThroughputBenchmark {
              PodTimeline timeline = new PodTimeline(k8s, ns.namespace(), p -> true)) {
             plain = podLoop(k8s, ns.namespace(), timeline, () -> TestPods.hardenedPod(
                     null, Map.of("e2e", "bench-plain"), List.of("sleep", "3600")).build());
-            timeline.print("(b) plain pods");
+            timeline.print("(b) plain pods, " + runtime + " install");
         }
 
         Pod template = poolPodTemplate(k8s);
@@ -64,7 +100,7 @@ class ThroughputBenchmark {
         try (PodTimeline timeline = new PodTimeline(k8s, Sandboxd.SANDBOX_NAMESPACE, ThroughputBenchmark::benchPod)) {
             // Created as sandboxd is (its ServiceAccount): only sandboxd may create pods in the sandbox namespace.
             spec = podLoop(asSandboxd(k8s), Sandboxd.SANDBOX_NAMESPACE, timeline, () -> new PodBuilder(template).build());
-            timeline.print("(a) the warm pool pod's spec");
+            timeline.print("(a) the warm pool pod's spec, " + runtime);
         }
         Sandboxd.reconnect();  // the pool refills before sandboxd is measured
 
@@ -72,15 +108,18 @@ class ThroughputBenchmark {
         try (PodTimeline timeline = new PodTimeline(k8s, Sandboxd.SANDBOX_NAMESPACE,
                                                     p -> "sandboxd".equals(manager(p)))) {
             served = sandboxdLoop(sandboxd);
-            timeline.print("the pool's pods while sandboxd serves (c)");
+            timeline.print("the pool's pods while sandboxd serves (c), " + runtime);
         }
+        return new Rates(plain, spec, served);
+    }
 
-        System.out.printf("%-58s %6.2f /s%n", "(b) plain pods, created, Ready, deleted", plain);
-        System.out.printf("%-58s %6.2f /s%n", "(a) the warm pool pod's spec, created, Ready, deleted", spec);
-        System.out.printf("%-58s %6.2f /s%n", "(c) sandboxd, " + WORKERS + " clients sending print(1)", served);
-        System.out.printf("(c)/(a) = %.2f (target >= 0.8)   (a)/(b) = %.2f   (c)/(b) = %.2f (target >= 0.5)%n",
-                          served / spec, spec / plain, served / plain);
-        assertTrue(plain > 0 && spec > 0 && served > 0, "every loop got work done");
+    private static void row(Map<String, Rates> rates, String label, ToDoubleFunction<Rates> figure) {
+        StringBuilder line = new StringBuilder(String.format("%-58s", label));
+        for (String runtime : List.of("runc", "gvisor")) {
+            line.append(rates.containsKey(runtime) ? String.format(" %8.2f", figure.applyAsDouble(rates.get(runtime)))
+                                : String.format(" %8s", "-"));
+        }
+        System.out.println(line);
     }
 
     /** One unit of a loop's work; true when it counts (a pod Ready, a run answered 200). */
