@@ -491,9 +491,8 @@ class AdmissionPolicyTest {
     }
     // A snippet pod's one container, the gate, keeps its command too: nothing in its place, nothing after it.
     Map<String, Object> snippet = Yaml.readFile(GOOD_FIXTURES.resolve("pool-pod-own-address.yaml"));
-    for (List<String> command : List.of(List.of("python3", "-m", "sandbox_executor"),
-        concat(PolicyFiles.gateContainer(snippet).get("command") instanceof List<?> l ? (List<String>) l : List.of(),
-            List.of("--debug")))) {
+    List<String> pinned = (List<String>) PolicyFiles.gateContainer(snippet).get("command");
+    for (List<String> command : List.of(List.of("python3", "-m", "sandbox_executor"), concat(pinned, List.of("--debug")))) {
       Map<String, Object> changed = Yaml.copy(snippet);
       PolicyFiles.gateContainer(changed).put("command", command);
       assertEquals(List.of("sandboxd-isolation-gate"), denials(AdmissionRequest.update(snippet, changed, SANDBOXD_USER),

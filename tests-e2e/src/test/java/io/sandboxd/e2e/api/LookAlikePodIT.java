@@ -88,7 +88,7 @@ class LookAlikePodIT {
     void anotherCreatorCannotPutSandboxdsMarksOnAPod() {
         // Marks only: the pool pod's own spec, so that the identity rule is the one rule it breaks.
         Pod lookAlike = lookAlike(false);
-        awaitIdentityRuleInForce(lookAlike);
+        awaitRuleInForce(IDENTITY_POLICY, lookAlike);
         KubernetesClientException refused = assertThrows(KubernetesClientException.class, () -> probeAccount.pods()
                 .inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(lookAlike).create());
         assertEquals(403, refused.getCode(), refused.getMessage());
@@ -96,8 +96,7 @@ class LookAlikePodIT {
 
         // Positive control: the same account may create pods there (it is an allowed creator): without sandboxd's
         // marks the same pod is refused only by the rules every sandbox pod must meet, not for being a look-alike.
-        Pod unmarked = new PodBuilder(lookAlike).editMetadata().withLabels(Map.of("sandboxd.io/kind", "snippet"))
-                .withAnnotations(Map.of()).endMetadata().build();
+        Pod unmarked = unmarked(lookAlike);
         try {
             probeAccount.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(unmarked).create();
         } catch (KubernetesClientException e) {
@@ -176,38 +175,31 @@ class LookAlikePodIT {
                 admin.admissionRegistration().v1().validatingAdmissionPolicyBindings().resource(binding).createOr(
                         op -> op.update());
             }
-            awaitIdentityRuleInForce(lookAlike(false));
-            awaitGateRuleInForce(lookAlike(true));
+            awaitRuleInForce(IDENTITY_POLICY, lookAlike(false));
+            // The forger without sandboxd's marks: refused by the gate rule alone.
+            awaitRuleInForce(GATE_POLICY, unmarked(lookAlike(true)));
         }
     }
 
     /**
      * The API server picks a binding up from its informer, a moment after it is written: waits (dry runs, nothing
-     * stored) until the probe account's look-alike is refused by the identity rule again.
+     * stored) until the probe account's {@code pod} is refused by {@code policy} again.
      */
-    private static void awaitIdentityRuleInForce(Pod lookAlike) {
+    private static void awaitRuleInForce(String policy, Pod pod) {
         await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500)).until(() -> {
             try {
-                probeAccount.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(lookAlike).dryRun().create();
+                probeAccount.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(pod).dryRun().create();
                 return false;
             } catch (KubernetesClientException e) {
-                return e.getCode() == 403 && e.getMessage().contains(IDENTITY_POLICY);
+                return e.getCode() == 403 && e.getMessage().contains(policy);
             }
         });
     }
 
-    /** As {@link #awaitIdentityRuleInForce}, for the gate rule: the forger without sandboxd's marks is refused by it. */
-    private static void awaitGateRuleInForce(Pod lookAlike) {
-        Pod unmarked = new PodBuilder(lookAlike).editMetadata().withLabels(Map.of("sandboxd.io/kind", "snippet"))
+    /** The same pod without sandboxd's marks: only the kind label, which anyone may set. */
+    private static Pod unmarked(Pod pod) {
+        return new PodBuilder(pod).editMetadata().withLabels(Map.of("sandboxd.io/kind", "snippet"))
                 .withAnnotations(Map.of()).endMetadata().build();
-        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500)).until(() -> {
-            try {
-                probeAccount.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(unmarked).dryRun().create();
-                return false;
-            } catch (KubernetesClientException e) {
-                return e.getCode() == 403 && e.getMessage().contains(GATE_POLICY);
-            }
-        });
     }
 
     /**
