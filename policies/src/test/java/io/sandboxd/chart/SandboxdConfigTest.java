@@ -20,7 +20,7 @@ class SandboxdConfigTest {
         snippet:
           image: sandboxd.local/snippet-sandbox:dev
           poolTarget: 3
-          poolMax: 3
+          poolMax: 12
           poolShrinkAfterSeconds: 300
           reservePerReplica: 2
           defaultTimeoutSeconds: 20
@@ -192,8 +192,10 @@ class SandboxdConfigTest {
     assertEquals(2L, (Object) at(config, "sandbox", "snippet", "poolTarget"));
     assertEquals(12L, (Object) at(config, "sandbox", "snippet", "poolMax"));
     assertEquals(120L, (Object) at(config, "sandbox", "snippet", "poolShrinkAfterSeconds"));
-    assertEquals(5L, (Object) at(applicationYaml(HelmChart.render(values("snippet.poolTarget", 5))),
-        "sandbox", "snippet", "poolMax"), "unset: a fixed pool of poolTarget");
+    assertEquals(12L, (Object) at(applicationYaml(HelmChart.render(values())), "sandbox", "snippet", "poolMax"),
+        "the default follows demand from 3 to 12");
+    assertEquals(5L, (Object) at(applicationYaml(HelmChart.render(values("snippet.poolTarget", 5,
+        "snippet.poolMax", "null"))), "sandbox", "snippet", "poolMax"), "null: a fixed pool of poolTarget");
 
     HelmChart.HelmFailure below = org.junit.jupiter.api.Assertions.assertThrows(HelmChart.HelmFailure.class,
         () -> HelmChart.render(values("snippet.poolTarget", 4, "snippet.poolMax", 3)));

@@ -42,7 +42,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  *   <li>(c) sandboxd itself: clients sending {@code print(1)} to {@code /v1/execute} through the Service.</li>
  * </ul>
  * Prints pods (or runs) per second, (c)/(a), (a)/(b), (c)/(b), and where a pod's start goes for (a), for (b) and for
- * the pool's own pods during (c). Asserts only that every loop got work done.
+ * the pool's own pods during (c). Then, per runtime, calls at a steady rate of 50 % and 80 % of (c)
+ * ({@code bench.steadyShares}) for {@code bench.steadySeconds} (60) each: answered, warm hits, p50, p90, p99.
+ * Asserts only that every loop got work done.
  */
 class ThroughputBenchmark {
     private static final int SECONDS = Integer.getInteger("bench.loopSeconds", 40);
@@ -53,8 +55,22 @@ class ThroughputBenchmark {
             System.getProperty("bench.runtimes", "runc,gvisor").split(",")).map(String::trim)
             .map(r -> r.equals("runc") ? "" : r).toList();
 
-    /** One runtime's three rates, per second. */
-    private record Rates(double plain, double spec, double served) {
+    /** The steady rates measured after the loops, as shares of (c) ({@code bench.steadyShares}). */
+    private static final List<Double> STEADY_SHARES = java.util.Arrays.stream(
+            System.getProperty("bench.steadyShares", "0.5,0.8").split(",")).map(String::trim).map(Double::valueOf)
+            .toList();
+    private static final int STEADY_SECONDS = Integer.getInteger("bench.steadySeconds", 60);
+
+    /** One runtime's three rates, per second, and its steady-rate runs. */
+    private record Rates(double plain, double spec, double served, List<Steady> steady) {
+    }
+
+    /** Calls sent at a fixed rate: the share of (c) it is, how many were sent, answered 200, warm; latencies in ms. */
+    private record Steady(double share, double rate, int sent, int ok, int warm, List<Long> millis) {
+    }
+
+    /** One call of a steady run: its status, when it was sent, how long it took, the pod that ran it. */
+    private record Call(int status, long sent, long millis, String pod) {
     }
 
     @Test
@@ -79,6 +95,14 @@ class ThroughputBenchmark {
             System.out.printf("gvisor (a) / runc (a) = %.2f (target >= 0.8)%n",
                               rates.get("gvisor").spec() / rates.get("runc").spec());
         }
+        System.out.printf("%nsteady rate: print(1) sent at a fixed rate for %d s (open loop); warm = its pod was Ready "
+                                  + "before the call was sent; target: p99 <= 100 ms at 0.8 of (c)%n", STEADY_SECONDS);
+        System.out.println("| sandboxes on | share of (c) | calls /s | answered 200 | warm | p50 ms | p90 ms | p99 ms |");
+        System.out.println("|---|---|---|---|---|---|---|---|");
+        rates.forEach((runtime, r) -> r.steady().forEach(st -> System.out.printf(
+                "| %s | %.1f | %.2f | %d / %d | %d %% | %d | %d | %d |%n", runtime, st.share(), st.rate(), st.ok(),
+                st.sent(), st.sent() == 0 ? 0 : 100 * st.warm() / st.sent(), WarmPoolBenchmark.p(st.millis(), 50),
+                WarmPoolBenchmark.p(st.millis(), 90), WarmPoolBenchmark.p(st.millis(), 99))));
         assertTrue(rates.values().stream().allMatch(r -> r.plain() > 0 && r.spec() > 0 && r.served() > 0),
                    "every loop got work done: " + rates);
     }
@@ -110,7 +134,61 @@ class ThroughputBenchmark {
             served = sandboxdLoop(sandboxd);
             timeline.print("the pool's pods while sandboxd serves (c), " + runtime);
         }
-        return new Rates(plain, spec, served);
+        List<Steady> steady = new ArrayList<>();
+        for (double share : STEADY_SHARES) {
+            sandboxd.awaitWarmPool();
+            steady.add(steadyRate(sandboxd, share, share * served));
+        }
+        return new Rates(plain, spec, served, steady);
+    }
+
+    /**
+     * {@code print(1)} sent every 1/rate s for STEADY_SECONDS, each call on a thread of its own whatever the earlier
+     * ones are doing (an open loop, as callers arrive), through the Service.
+     */
+    private static Steady steadyRate(Sandboxd sandboxd, double share, double rate) throws Exception {
+        URI execute = sandboxd.serviceUri().resolve("/v1/execute");
+        String token = sandboxd.token();
+        int calls = (int) Math.max(1, Math.round(rate * STEADY_SECONDS));
+        List<Future<Call>> sent = new ArrayList<>();
+        try (HttpClient http = HttpClient.newHttpClient();
+             ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor();
+             ReadyPods ready = new ReadyPods(sandboxd.k8s(), Sandboxd.SANDBOX_NAMESPACE)) {
+            long start = System.nanoTime();
+            for (int i = 0; i < calls; i++) {
+                long due = start + (long) (i * 1e9 / rate);
+                long wait = due - System.nanoTime();
+                if (wait > 0) {
+                    TimeUnit.NANOSECONDS.sleep(wait);
+                }
+                sent.add(threads.submit(() -> {
+                    long at = System.nanoTime();
+                    HttpResponse<String> r = http.send(HttpRequest.newBuilder(execute)
+                                                               .header("Authorization", "Bearer " + token)
+                                                               .timeout(Duration.ofMinutes(2))
+                                                               .POST(HttpRequest.BodyPublishers.ofString(
+                                                                       "{\"code\":\"print(1)\"}"))
+                                                               .build(), HttpResponse.BodyHandlers.ofString());
+                    String pod = r.statusCode() == 200
+                            ? Sandboxd.JSON.readTree(r.body()).path("sandbox_id").asText() : "";
+                    return new Call(r.statusCode(), at, (System.nanoTime() - at) / 1_000_000, pod);
+                }));
+            }
+            int ok = 0;
+            int warm = 0;
+            List<Long> millis = new ArrayList<>();
+            for (Future<Call> future : sent) {
+                Call call = future.get(3, TimeUnit.MINUTES);
+                millis.add(call.millis());
+                if (call.status() == 200) {
+                    ok++;
+                    if (ready.readyBefore(call.pod(), call.sent())) {
+                        warm++;
+                    }
+                }
+            }
+            return new Steady(share, rate, calls, ok, warm, millis);
+        }
     }
 
     private static void row(Map<String, Rates> rates, String label, ToDoubleFunction<Rates> figure) {

@@ -162,6 +162,10 @@ public final class Sandboxd {
                     "--set-string", "runtimeClassName=" + runtimeClass,
                     // Reservations of a replica killed by a fault test lapse in 30 s, not the default 2 minutes.
                     "--set", "lifecycle.reservationHoldSeconds=30",
+                    // A fixed pool of poolTarget: tests count pool pods and wait for "warm >= target", and a pool grown
+                    // by one test's burst would hold more pods (and cores) through the next ones. The default pool that
+                    // follows demand is measured by make bench (DemandBurstBenchmark, ThroughputBenchmark's steady rate).
+                    "--set", "snippet.poolMax=null",
                     "--wait", "--timeout", "5m"));
             if (!Env.imageValues().isEmpty()) {
                 helm.addAll(List.of("-f", Env.imageValues()));
