@@ -57,8 +57,8 @@ class ThroughputBenchmark {
 
     /** The steady rates measured after the loops, as shares of (c) ({@code bench.steadyShares}). */
     private static final List<Double> STEADY_SHARES = java.util.Arrays.stream(
-            System.getProperty("bench.steadyShares", "0.5,0.8").split(",")).map(String::trim).map(Double::valueOf)
-            .toList();
+            System.getProperty("bench.steadyShares", "0.5,0.8").split(",")).map(String::trim)
+            .filter(share -> !share.isEmpty()).map(Double::valueOf).toList();
     private static final int STEADY_SECONDS = Integer.getInteger("bench.steadySeconds", 60);
 
     /** One runtime's three rates, per second, and its steady-rate runs. */

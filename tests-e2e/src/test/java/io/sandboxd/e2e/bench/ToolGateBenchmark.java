@@ -40,15 +40,21 @@ class ToolGateBenchmark {
     private static final int PODS = Integer.getInteger("bench.gate.pods", 10);
     private static final double GATE_SECONDS = Double.parseDouble(System.getProperty("bench.gate.seconds", "0.5"));
     private static final List<String> SHAPES = List.of("init", "sidecar, exec probe", "sidecar, TCP probe");
+    /** The shapes measured ({@code bench.gate.shapes}, indexes into SHAPES) and the runtimes. */
+    private static final List<String> MEASURED = java.util.Arrays.stream(
+            System.getProperty("bench.gate.shapes", "0,1,2").split(",")).map(i -> SHAPES.get(Integer.parseInt(i.trim())))
+            .toList();
+    private static final List<String> RUNTIMES = List.of(System.getProperty("bench.gate.runtimes", "runc,gvisor")
+                                                               .split(","));
 
     @Test
     void gateShapes() throws Exception {
         KubernetesClient k8s = TestCluster.client();
         Map<String, List<Long>> millis = new LinkedHashMap<>();
         try (TestPods ns = TestPods.inFreshNamespace(k8s, "e2e-bench-gate", Map.of("e2e", "bench"))) {
-            for (String runtime : List.of("runc", "gvisor")) {
+            for (String runtime : RUNTIMES) {
                 for (int i = 0; i < PODS; i++) {
-                    for (String shape : SHAPES) {
+                    for (String shape : MEASURED) {
                         long ms = createToReady(k8s, ns.namespace(), pod(shape, runtime, "gate-" + i));
                         millis.computeIfAbsent(runtime + " | " + shape, k -> new ArrayList<>()).add(ms);
                     }
