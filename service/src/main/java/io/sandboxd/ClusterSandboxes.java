@@ -12,6 +12,7 @@ import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
 import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodLoss;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.api.ApiComponents;
 import io.sandboxd.config.McpSettings;
@@ -104,7 +105,7 @@ final class ClusterSandboxes implements AutoCloseable {
                                         toolRunner::awaitReachable);
         poolStatus = new WarmPoolStatus(pool, counters, snippet.poolTarget(), warmToolPods);
         snippetRunner = projectLimits.snippets(new PooledSnippetRunner(pool, sessions, executor, counters,
-                                                                       budget.warmWait()));
+                                                                       budget.warmWait(), new PodLoss(snippetPods)));
 
         podToolCaller = new PodToolCaller(toolPods, writes, toolSpec, warmToolPods, toolRunner, budget.toolReady(),
                                           budget::toolPodDeadline);

@@ -11,6 +11,7 @@ import java.util.logging.Logger;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
 import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.PodLoss;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 
@@ -43,6 +44,7 @@ public final class PodToolCaller implements ToolCaller, AutoCloseable {
     private final ToolRunnerClient runner;
     private final Duration readyTimeout;
     private final IntFunction<Duration> podDeadline;
+    private final PodLoss losses;
     /** Deletions run on their own threads: a call's answer must not wait for the API server. */
     private final ExecutorService deletions = Executors.newVirtualThreadPerTaskExecutor();
 
@@ -64,6 +66,7 @@ public final class PodToolCaller implements ToolCaller, AutoCloseable {
         this.runner = runner;
         this.readyTimeout = readyTimeout;
         this.podDeadline = podDeadline;
+        this.losses = new PodLoss(tools);
     }
 
     @Override
@@ -98,8 +101,14 @@ public final class PodToolCaller implements ToolCaller, AutoCloseable {
         try {
             ClaimedPod pod = readyPod.get();
             long ready = System.nanoTime();
-            ToolRunnerReply reply = runner.call(pod.ip(), pod.token(), job.module(), job.function(), job.args(),
-                                                job.timeoutSeconds(), pod.reachable());
+            PodLoss.Watch watch = losses.watch(name);
+            ToolRunnerReply reply;
+            try {
+                reply = runner.call(pod.ip(), pod.token(), job.module(), job.function(), job.args(),
+                                    job.timeoutSeconds(), pod.reachable(), watch.lost());
+            } finally {
+                losses.end(watch);
+            }
             return new ToolOutcome(name, reply.result(), reply.error(), warm, millis(ready - started),
                                    millis(System.nanoTime() - ready));
         } catch (PodCallFailed e) {

@@ -2,6 +2,7 @@ package io.sandboxd.run;
 
 import java.time.Duration;
 
+import io.sandboxd.kube.PodLoss;
 import io.sandboxd.pool.PoolCounters;
 import io.sandboxd.pool.claim.ClaimedPod;
 import io.sandboxd.pool.claim.SessionPods;
@@ -21,6 +22,7 @@ public final class PooledSnippetRunner implements SnippetRunner {
     private final ExecutorClient executor;
     private final PoolCounters counters;
     private final Duration warmWait;
+    private final PodLoss losses;
 
     /**
      * @param pool     warm pool
@@ -28,14 +30,16 @@ public final class PooledSnippetRunner implements SnippetRunner {
      * @param executor executor client
      * @param counters counters
      * @param warmWait longest wait for a warm pod
+     * @param losses   tells a run that its pod is lost, so it is answered at once, not at its deadline
      */
     public PooledSnippetRunner(WarmPool pool, SessionPods sessions, ExecutorClient executor, PoolCounters counters,
-                               Duration warmWait) {
+                               Duration warmWait, PodLoss losses) {
         this.pool = pool;
         this.sessions = sessions;
         this.executor = executor;
         this.counters = counters;
         this.warmWait = warmWait;
+        this.losses = losses;
     }
 
     @Override
@@ -79,6 +83,12 @@ public final class PooledSnippetRunner implements SnippetRunner {
     }
 
     private ExecutorReply execute(ClaimedPod pod, SnippetJob job) throws PodCallFailed {
-        return executor.run(pod.ip(), pod.token(), pod.reachable(), job.code(), job.timeoutSeconds(), job.files());
+        PodLoss.Watch watch = losses.watch(pod.name());
+        try {
+            return executor.run(pod.ip(), pod.token(), pod.reachable(), job.code(), job.timeoutSeconds(), job.files(),
+                                watch.lost());
+        } finally {
+            losses.end(watch);
+        }
     }
 }

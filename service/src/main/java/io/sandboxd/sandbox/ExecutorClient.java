@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.net.http.HttpClient;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -102,6 +103,16 @@ public final class ExecutorClient {
      */
     public ExecutorReply run(String podIp, String token, boolean reachable, String code, int timeoutSeconds,
                              List<SandboxFile> files) throws PodCallFailed {
+        return run(podIp, token, reachable, code, timeoutSeconds, files, new CompletableFuture<>());
+    }
+
+    /**
+     * As {@link #run(String, String, boolean, String, int, List)}, given up as soon as {@code lost} completes.
+     *
+     * @param lost completes with what happened to the pod once it is lost ({@code io.sandboxd.kube.PodLoss})
+     */
+    public ExecutorReply run(String podIp, String token, boolean reachable, String code, int timeoutSeconds,
+                             List<SandboxFile> files, CompletableFuture<String> lost) throws PodCallFailed {
         ObjectNode body = json.createObjectNode();
         body.put("code", code);
         body.put("timeout_s", timeoutSeconds);
@@ -122,7 +133,7 @@ public final class ExecutorClient {
         }
         PodHttp.Reply reply;
         try {
-            reply = http.post(PodHttp.uri(podIp, port, "/run"), token, payload, deadline, maxReplyBytes);
+            reply = http.post(PodHttp.uri(podIp, port, "/run"), token, payload, deadline, maxReplyBytes, lost);
         } catch (PodCallFailed e) {
             if (e.kind() == PodCallFailed.Kind.TOO_LARGE) {
                 LOGGER.log(Level.WARNING, "executor reply over the cap of " + maxReplyBytes + " bytes");

@@ -6,6 +6,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -115,6 +116,17 @@ final class PodHttp {
      * @param token the pod's secret ({@code io.sandboxd.pods.PodToken}); {@code null} sends no credential
      */
     Reply post(URI uri, String token, byte[] json, Duration deadline, long maxReplyBytes) throws PodCallFailed {
+        return post(uri, token, json, deadline, maxReplyBytes, new CompletableFuture<>());
+    }
+
+    /**
+     * As {@link #post(URI, String, byte[], Duration, long)}, and given up as soon as {@code lost} completes: the pod is
+     * gone, so no reply will come ({@code io.sandboxd.kube.PodLoss}).
+     *
+     * @param lost completes with what happened to the pod once it is lost
+     */
+    Reply post(URI uri, String token, byte[] json, Duration deadline, long maxReplyBytes,
+               CompletableFuture<String> lost) throws PodCallFailed {
         HttpRequest.Builder builder = HttpRequest.newBuilder(uri)
                 .timeout(deadline)
                 .header("Content-Type", "application/json")
@@ -125,9 +137,12 @@ final class PodHttp {
         }
         HttpRequest request = builder.build();
         CompletableFuture<HttpResponse<byte[]>> future = client.sendAsync(request, CappedBody.handler(maxReplyBytes));
+        lost.thenRun(() -> future.cancel(true));
         try {
             HttpResponse<byte[]> response = future.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
             return new Reply(response.statusCode(), response.body());
+        } catch (CancellationException e) {
+            throw PodCallFailed.unreachable("the sandbox pod was lost mid-call: " + lost.getNow("cancelled"), e);
         } catch (TimeoutException e) {
             future.cancel(true);
             throw PodCallFailed.timedOut("no reply within " + deadline.toSeconds() + "s", e);
@@ -137,6 +152,9 @@ final class PodHttp {
             throw PodCallFailed.unreachable("interrupted", e);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
+            if (lost.isDone()) {  // the client fails a cancelled exchange with "Request cancelled"
+                throw PodCallFailed.unreachable("the sandbox pod was lost mid-call: " + lost.join(), cause);
+            }
             if (hasCause(cause, CappedBody.TooLarge.class)) {
                 throw PodCallFailed.tooLarge(ExceptionText.describe(cause), cause);
             }

@@ -3,6 +3,7 @@ package io.sandboxd.sandbox;
 import java.io.IOException;
 import java.net.http.HttpClient;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -92,6 +93,18 @@ public final class ToolRunnerClient {
      */
     public ToolRunnerReply call(String podIp, String token, String module, String function, JsonNode args,
                                 int timeoutSeconds, boolean reachable) throws PodCallFailed {
+        return call(podIp, token, module, function, args, timeoutSeconds, reachable, new CompletableFuture<>());
+    }
+
+    /**
+     * As {@link #call(String, String, String, String, JsonNode, int, boolean)}, given up as soon as {@code lost}
+     * completes.
+     *
+     * @param lost completes with what happened to the pod once it is lost ({@code io.sandboxd.kube.PodLoss})
+     */
+    public ToolRunnerReply call(String podIp, String token, String module, String function, JsonNode args,
+                                int timeoutSeconds, boolean reachable, CompletableFuture<String> lost)
+            throws PodCallFailed {
         ObjectNode body = json.createObjectNode();
         body.put("module", module);
         body.put("function", function);
@@ -108,7 +121,7 @@ public final class ToolRunnerClient {
         PodHttp.Reply reply;
         try {
             reply = http.post(PodHttp.uri(podIp, port, "/call"), token, payload, Duration.ofSeconds(timeoutSeconds),
-                              maxReplyBytes);
+                              maxReplyBytes, lost);
         } catch (PodCallFailed e) {
             if (e.kind() == PodCallFailed.Kind.TOO_LARGE) {
                 LOGGER.log(Level.WARNING, "tool runner reply over the cap of " + maxReplyBytes + " bytes");

@@ -138,6 +138,27 @@ class PodClientsTest {
     }
 
     @Test
+    void aRunWhosePodIsLostIsAnsweredAtOnceNotAtItsDeadline() throws Exception {
+        // A pod that took the connection and then died without a reset: under gVisor the sandbox's network stack dies
+        // with it. Nothing ever answers; only the pod's loss, as the informer sees it, ends the call.
+        try (ServerSocket silent = new ServerSocket(0)) {
+            ExecutorClient client = new ExecutorClient(http, JSON, 1 << 20, silent.getLocalPort(),
+                                                       java.time.Duration.ofSeconds(10));
+            java.util.concurrent.CompletableFuture<String> lost = new java.util.concurrent.CompletableFuture<>();
+            java.util.concurrent.CompletableFuture.delayedExecutor(300, java.util.concurrent.TimeUnit.MILLISECONDS)
+                    .execute(() -> lost.complete("its container executor ended (Error, exit code 128)"));
+            long start = System.nanoTime();
+            PodCallFailed e = assertThrows(PodCallFailed.class,
+                                           () -> client.run("127.0.0.1", TOKEN, true, "x", 30, List.of(), lost));
+            double seconds = (System.nanoTime() - start) / 1e9;
+            assertEquals(502, ContractText.statusOfRun(e));
+            assertEquals("sandbox execution failed: the sandbox pod was lost mid-call: its container executor ended "
+                                 + "(Error, exit code 128)", ContractText.ofRun(e));
+            assertTrue(seconds < 10, "answered at the loss, not at the 40 s deadline: " + seconds + " s");
+        }
+    }
+
+    @Test
     void toolRunnerResultAndError() throws Exception {
         ToolRunnerClient client = new ToolRunnerClient(http, JSON, 1 << 20, pod.port());
         ObjectNode args = JSON.createObjectNode().put("city", "Reykjavik");
