@@ -204,7 +204,8 @@ EOF
 # gVisor's shim and runsc. Platform systrap (runsc's default: no /dev/kvm needed, works in a VM); gVisor's own
 # network stack on the pod's veth (NetworkPolicy is enforced on the host side, unchanged). oci-seccomp: runsc applies
 # the pod's seccomp profile inside its kernel only with this flag; without it the seccomp tests prove nothing under
-# gVisor (runsc's own host-side filter is always on and narrower still).
+# gVisor (runsc's own host-side filter is always on and narrower still). runsc sizes each sandbox's memory to its pod's
+# limit by itself; the other options tried (overlay2, platform kvm) gained nothing here: docs/benchmarks.md.
 cat > "$CLUSTER_STATE/containerd/runsc.toml" <<EOF
 binary_name = "$CLUSTER_BIN/runsc"
 root = "$CLUSTER_STATE/containerd/state/runsc"

@@ -3,6 +3,7 @@ package io.sandboxd.e2e.api;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -30,12 +31,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * One project cannot crowd out another (issue 9, D9), with the chart's default limits: a project's burst of
  * long runs does not make another project wait behind it for warm pods (the pool hands pods out round-robin across
  * projects), and a project that opens sessions up to its cap gets 429 naming the limit while other projects are
- * still served.
+ * still served. Tagged as an isolation test: one project's isolation from another's load holds under gVisor too.
  *
  * <p>The defaults make both meaningful without changing values: {@code limits.perProject.executeInFlight} (100 per
  * replica) is far above the pool target (3), so in the hog test it is fairness, not rejection, that protects B;
  * {@code limits.perProject.sessions} (8) is reached after eight cheap calls.
  */
+@IsolationTest
 @RunsAlone("measures fairness between projects under load")
 class TenantsIT {
     private static final int HOG_RUNS = 24;
