@@ -61,8 +61,16 @@ class ThroughputBenchmark {
             .filter(share -> !share.isEmpty()).map(Double::valueOf).toList();
     private static final int STEADY_SECONDS = Integer.getInteger("bench.steadySeconds", 60);
 
-    /** One runtime's three rates, per second, and its steady-rate runs. */
-    private record Rates(double plain, double spec, double served, List<Steady> steady) {
+    /** One runtime's three rates, per second, the node's CPU per pod (or run) of each loop, its steady-rate runs. */
+    private record Rates(double plain, double spec, double served, Loop plainLoop, Loop specLoop, Loop servedLoop,
+                         List<Steady> steady) {
+        Rates(Loop plain, Loop spec, Loop served, List<Steady> steady) {
+            this(plain.perSecond(), spec.perSecond(), served.perSecond(), plain, spec, served, steady);
+        }
+    }
+
+    /** A loop's steps counted per second, and the node's busy CPU seconds per counted step. */
+    private record Loop(double perSecond, double cpuPerStep) {
     }
 
     /** Calls sent at a fixed rate: the share of (c) it is, how many were sent, answered 200, warm; latencies in ms. */
@@ -91,6 +99,9 @@ class ThroughputBenchmark {
         row(rates, "(a)/(b) (target >= 0.6)", r -> r.spec() / r.plain());
         row(rates, "(c)/(a) (target >= 0.9)", r -> r.served() / r.spec());
         row(rates, "(c)/(b)", r -> r.served() / r.plain());
+        row(rates, "node CPU s per (b) plain pod, its start and delete", r -> r.plainLoop().cpuPerStep());
+        row(rates, "node CPU s per (a) pool-spec pod, its start and delete", r -> r.specLoop().cpuPerStep());
+        row(rates, "node CPU s per (c) run, its pod's start and delete", r -> r.servedLoop().cpuPerStep());
         if (rates.containsKey("runc") && rates.containsKey("gvisor")) {
             System.out.printf("gvisor (a) / runc (a) = %.2f (target >= 0.8)%n",
                               rates.get("gvisor").spec() / rates.get("runc").spec());
@@ -111,7 +122,7 @@ class ThroughputBenchmark {
         WarmPoolBenchmark.warmUp(sandboxd, 500);
         KubernetesClient k8s = sandboxd.k8s();
 
-        double plain;
+        Loop plain;
         try (TestPods ns = TestPods.inFreshNamespace(k8s, "e2e-bench-plain", Map.of("e2e", "bench"));
              PodTimeline timeline = new PodTimeline(k8s, ns.namespace(), p -> true)) {
             plain = podLoop(k8s, ns.namespace(), timeline, () -> TestPods.hardenedPod(
@@ -120,7 +131,7 @@ class ThroughputBenchmark {
         }
 
         Pod template = poolPodTemplate(k8s);
-        double spec;
+        Loop spec;
         try (PodTimeline timeline = new PodTimeline(k8s, Sandboxd.SANDBOX_NAMESPACE, ThroughputBenchmark::benchPod)) {
             // Created as sandboxd is (its ServiceAccount): only sandboxd may create pods in the sandbox namespace.
             spec = podLoop(asSandboxd(k8s), Sandboxd.SANDBOX_NAMESPACE, timeline, () -> new PodBuilder(template).build());
@@ -128,7 +139,7 @@ class ThroughputBenchmark {
         }
         Sandboxd.reconnect();  // the pool refills before sandboxd is measured
 
-        double served;
+        Loop served;
         try (PodTimeline timeline = new PodTimeline(k8s, Sandboxd.SANDBOX_NAMESPACE,
                                                     p -> "sandboxd".equals(manager(p)))) {
             served = sandboxdLoop(sandboxd);
@@ -137,7 +148,7 @@ class ThroughputBenchmark {
         List<Steady> steady = new ArrayList<>();
         for (double share : STEADY_SHARES) {
             sandboxd.awaitWarmPool();
-            steady.add(steadyRate(sandboxd, share, share * served));
+            steady.add(steadyRate(sandboxd, share, share * served.perSecond()));
         }
         return new Rates(plain, spec, served, steady);
     }
@@ -205,9 +216,14 @@ class ThroughputBenchmark {
         boolean run() throws Exception;
     }
 
-    /** WORKERS workers doing {@code step} back to back for SECONDS; steps that counted and ended in time, per second. */
-    private static double perSecond(Step step) throws Exception {
+    /**
+     * WORKERS workers doing {@code step} back to back for SECONDS; steps that counted and ended in time, per second, and
+     * the node's busy CPU over the loop per counted step (this machine is the node: /proc/stat, the benchmark's own JVM
+     * included).
+     */
+    private static Loop perSecond(Step step) throws Exception {
         AtomicInteger counted = new AtomicInteger();
+        double cpuBefore = busyCpuSeconds();
         long start = System.nanoTime();
         long end = start + Duration.ofSeconds(SECONDS).toNanos();
         try (ExecutorService workers = Executors.newFixedThreadPool(WORKERS)) {
@@ -226,11 +242,23 @@ class ThroughputBenchmark {
                 f.get(SECONDS + 180L, TimeUnit.SECONDS);
             }
         }
-        return counted.get() / ((Math.min(System.nanoTime(), end) - start) / 1e9);
+        double seconds = (Math.min(System.nanoTime(), end) - start) / 1e9;
+        double cpu = busyCpuSeconds() - cpuBefore;
+        return new Loop(counted.get() / seconds, counted.get() == 0 ? 0 : cpu / counted.get());
+    }
+
+    /** The node's CPU seconds spent on anything but idle and I/O wait since boot, all cores ({@code /proc/stat}). */
+    private static double busyCpuSeconds() throws java.io.IOException {
+        String[] cpu = java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/stat")).get(0).trim().split("\\s+");
+        long busy = 0;
+        for (int i : new int[] {1, 2, 3, 6, 7, 8}) {  // user nice system irq softirq steal, in USER_HZ (100 per second)
+            busy += Long.parseLong(cpu[i]);
+        }
+        return busy / 100.0;
     }
 
     /** Each worker creating a pod, waiting until it is Ready and deleting it; pods Ready per second. */
-    private static double podLoop(KubernetesClient k8s, String namespace, PodTimeline timeline, Supplier<Pod> pod)
+    private static Loop podLoop(KubernetesClient k8s, String namespace, PodTimeline timeline, Supplier<Pod> pod)
             throws Exception {
         AtomicInteger next = new AtomicInteger();
         return perSecond(() -> {
@@ -248,7 +276,7 @@ class ThroughputBenchmark {
     }
 
     /** Each worker a client sending print(1) back to back through the Service; runs answered 200 per second. */
-    private static double sandboxdLoop(Sandboxd sandboxd) throws Exception {
+    private static Loop sandboxdLoop(Sandboxd sandboxd) throws Exception {
         URI execute = sandboxd.serviceUri().resolve("/v1/execute");
         String token = sandboxd.token();
         try (HttpClient http = HttpClient.newHttpClient()) {
