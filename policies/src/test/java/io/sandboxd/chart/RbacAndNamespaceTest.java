@@ -114,7 +114,7 @@ class RbacAndNamespaceTest {
     assertTrue(hard.keySet().containsAll(List.of("limits.cpu", "limits.memory", "limits.ephemeral-storage")));
 
     HelmChart.Rendered custom = HelmChart.render(values("sandboxNamespace.resourceQuota.hard.pods", "10",
-        "sandboxNamespace.limitRange.enabled", false));
+        "snippet.poolMax", 6, "sandboxNamespace.limitRange.enabled", false));
     assertEquals("10", (Object) at(custom.get("ResourceQuota", "sandboxd-sandbox-quota"), "spec", "hard", "pods"));
     assertEquals(List.of(), custom.ofKind("LimitRange"));
   }

@@ -53,12 +53,15 @@ public record SnippetSettings(String image,
                               int sessionMaxLifetimeSeconds,
                               boolean leaderElection) {
 
+    /** The most the pool grows to when no {@code poolMax} is set (the chart's default too): it follows demand. */
+    static final int DEFAULT_POOL_MAX = 12;
+
     static SnippetSettings from(Config node) {
         int poolTarget = node.get("poolTarget").asInt().orElse(3);
         return new SnippetSettings(
                 node.get("image").asString().orElse("sandboxd.local/snippet-sandbox:dev"),
                 poolTarget,
-                node.get("poolMax").asInt().orElse(poolTarget),
+                node.get("poolMax").asInt().orElse(Math.max(poolTarget, DEFAULT_POOL_MAX)),
                 node.get("poolShrinkAfterSeconds").asInt().orElse(300),
                 node.get("reservePerReplica").asInt().orElse(poolTarget),
                 node.get("defaultTimeoutSeconds").asInt().orElse(20),
