@@ -74,7 +74,7 @@ ip netns exec "$TARGET_NETNS" sh -ec "
 for a in $TARGET_ALL; do
   ip route replace "$a/32" via "$TARGET_LINK_NS" dev sbx-tgt-host
 done
-start targets ip netns exec "$TARGET_NETNS" python3 "$here/target_listener.py" 80 53
+start targets ip netns exec "$TARGET_NETNS" python3 "$here/target_listener.py" 80 53 443
 wait_for "target listener" 10 ip netns exec "$TARGET_NETNS" python3 -c "import socket; socket.create_connection(('$TARGET_PUBLIC', 80), 1)"
 wait_for "target resolver" 10 ip netns exec "$TARGET_NETNS" python3 "$here/dns_query.py" "$TARGET_PUBLIC" "$TARGET_NAME_PUBLIC"
 log "simulated targets up in netns $TARGET_NETNS"
@@ -276,9 +276,16 @@ t_ready=$(date +%s.%N)
 log "node Ready ($(since "$t_api")s after the apiserver was ready)"
 
 # --- 7. CoreDNS ------------------------------------------------------------------------------------
+# The simulated targets' names (CoreDNS hosts): the public target by two names (the egress profiles of the e2e
+# install allow one and refuse the other), and every other target as <address, dots as dashes>.rebind.sbx.test: a
+# name an egress profile allows (*.rebind.sbx.test) resolving into a blocked range, as DNS rebinding does.
+target_hosts="            $TARGET_PUBLIC $TARGET_NAME_PUBLIC $TARGET_NAME_OTHER"
+for a in $TARGET_ALL; do
+  [ "$a" = "$TARGET_PUBLIC" ] || target_hosts+=$'\n'"            $a ${a//./-}.$TARGET_REBIND_DOMAIN"
+done
 K apply -f - >/dev/null <<EOF
-$(sed -e "s/__COREDNS_VERSION__/$COREDNS_VERSION/g" -e "s/__CLUSTER_DNS_IP__/$CLUSTER_DNS_IP/g" \
-      -e "s/__TARGET_PUBLIC__/$TARGET_PUBLIC/g" -e "s/__TARGET_NAME_PUBLIC__/$TARGET_NAME_PUBLIC/g" "$here/coredns.yaml")
+$(sed -e "s/__COREDNS_VERSION__/$COREDNS_VERSION/g" -e "s/__CLUSTER_DNS_IP__/$CLUSTER_DNS_IP/g" "$here/coredns.yaml" \
+  | hosts="$target_hosts" awk '{ if ($0 == "__TARGET_HOSTS__") print ENVIRON["hosts"]; else print }')
 EOF
 wait_for "CoreDNS ready" 120 sh -c "kubectl --kubeconfig '$KUBECONFIG_ADMIN' -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{.items[*].status.conditions[?(@.type==\"Ready\")].status}' | grep -q True"
 wait_for "cluster DNS answers" 60 python3 "$here/dns_query.py" "$CLUSTER_DNS_IP" kubernetes.default.svc.cluster.local

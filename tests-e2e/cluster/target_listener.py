@@ -1,17 +1,22 @@
 """Listeners for the simulated targets (public, metadata, private and reserved ranges) inside the
 targets netns, so a test's positive control can prove a target really answers when nothing blocks it.
 
-  target_listener.py HTTP_PORT [DNS_PORT]
+  target_listener.py HTTP_PORT [DNS_PORT [TLS_PORT]]
 
 HTTP_PORT: every TCP connection gets one HTTP response naming the address that was reached.
 DNS_PORT:  a resolver on UDP and TCP that answers every A query with the address that was reached
            (a public resolver a tool pod must not be able to use instead of cluster DNS).
+TLS_PORT:  the same HTTP response over TLS (a self-signed certificate for *.sbx.test, made at start
+           by openssl), naming the SNI the client sent too: what an egress proxy's tunnel delivered.
 """
+import os
 import socket
 import socketserver
+import ssl
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 
 
@@ -21,6 +26,37 @@ class NameTheTarget(socketserver.BaseRequestHandler):
         body = f"sbx-target {local}\n".encode()
         self.request.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
                              + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+class NameTheTargetOverTls(socketserver.BaseRequestHandler):
+    def handle(self):
+        local = self.request.getsockname()[0]
+        seen = {}
+        context = self.server.tls_context(seen)
+        try:
+            with context.wrap_socket(self.request, server_side=True) as tls:
+                body = f"sbx-target {local} sni={seen.get('sni')}\n".encode()
+                tls.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+                            + str(len(body)).encode() + b"\r\n\r\n" + body)
+        except (ssl.SSLError, OSError):
+            pass
+
+
+def tls_contexts():
+    """A self-signed certificate for *.sbx.test, and a context per connection recording the client's SNI."""
+    directory = tempfile.mkdtemp(prefix="sbx-target-tls-")
+    cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "30", "-subj", "/CN=sbx-target", "-addext",
+                    "subjectAltName=DNS:*.sbx.test,DNS:*.rebind.sbx.test", "-keyout", key, "-out", cert],
+                   check=True, capture_output=True)
+
+    def context(seen):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        ctx.sni_callback = lambda _sock, name, _ctx: seen.update(sni=name)
+        return ctx
+    return context
 
 
 def dns_answer(query, address):
@@ -83,4 +119,8 @@ if __name__ == "__main__":
             udp = UdpServer((address, dns_port), DnsOverUdp)
             udp.reply_address = address
             threading.Thread(target=udp.serve_forever, daemon=True).start()
+    if len(sys.argv) > 3:
+        tls = Server(("0.0.0.0", int(sys.argv[3])), NameTheTargetOverTls)
+        tls.tls_context = tls_contexts()
+        threading.Thread(target=tls.serve_forever, daemon=True).start()
     Server(("0.0.0.0", http_port), NameTheTarget).serve_forever()

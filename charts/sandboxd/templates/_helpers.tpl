@@ -150,6 +150,34 @@ Image of sandboxd itself.
 {{- end }}
 
 {{/*
+The egress proxy's port of each profile (tool.egress.profiles, D11), as JSON {name: port}: profiles by name, the
+first on tool.egress.proxy.basePort, each next one port up. sandboxd's configuration, the proxy's, its Service and
+the NetworkPolicies all take the ports from here.
+*/}}
+{{- define "sandboxd.egressPorts" -}}
+{{- $ports := dict }}
+{{- $base := .Values.tool.egress.proxy.basePort | int64 }}
+{{- range $i, $name := keys .Values.tool.egress.profiles | sortAlpha }}
+{{- $_ := set $ports $name (add $base $i) }}
+{{- end }}
+{{- toJson $ports }}
+{{- end }}
+
+{{/*
+Name of the egress proxy's Deployment, Service, ServiceAccount and ConfigMap.
+*/}}
+{{- define "sandboxd.egressProxyName" -}}
+{{- include "sandboxd.suffixedName" (dict "ctx" . "suffix" "egress") }}
+{{- end }}
+
+{{/*
+Image of the egress proxy.
+*/}}
+{{- define "sandboxd.egressProxyImage" -}}
+{{- include "sandboxd.imageRef" .Values.tool.egress.proxy.image }}
+{{- end }}
+
+{{/*
 Image of the snippet sandbox pods (also used by the probe and the seccomp installer: it has python3).
 */}}
 {{- define "sandboxd.snippetImage" -}}
@@ -238,7 +266,8 @@ IsolationGateSettings.arguments() gives its own pods (ServiceFormulasTest holds 
 copy is best-effort with a shorter wait: it must go on to report the escapes itself. A tool pod runs it as
 its first init container; a snippet pod as its one container's command, followed by "--" and what the gate
 runs in its place once closed (the executor; the probe's sandbox_probe.py).
-(dict "ctx" $ "kind" "snippet"|"tool" "probe" BOOL ["part" "head"|"tail"]): "head" is the command up
+(dict "ctx" $ "kind" "snippet"|"tool"|"profiledTool" "probe" BOOL ["part" "head"|"tail"]; profiledTool: a tool pod
+with an egress profile, whose gate sees cluster DNS closed as a snippet's does): "head" is the command up
 to and with the DNS arguments, "tail" the rest; each sandboxd replica puts its own
 "--closed tcp:<pod IP>:8080" between the two (IsolationGateSettings.ownAddress), which the chart cannot
 know. The admission params carry head and tail, and sandboxd-isolation-gate admits exactly head + tail
@@ -253,6 +282,7 @@ or head + that one pair + tail.
 {{- if eq .kind "tool" -}}
 {{- $head = concat $head (list "--dns" "kubernetes.default.svc") -}}
 {{- else if $dnsIP -}}
+{{- /* snippet, and profiledTool (a tool pod with an egress profile, D11): cluster DNS must be closed. */ -}}
 {{- $head = concat $head (list "--closed" (printf "udp-dns:%s:53" $dns) "--closed" (printf "tcp-dns:%s:53" $dns)) -}}
 {{- end -}}
 {{- $tail := list -}}

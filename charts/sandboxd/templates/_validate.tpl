@@ -41,6 +41,25 @@ refuses the install with its reason. Run once, by validate.yaml; helm stops at t
 {{- fail (printf "terminationGracePeriodSeconds %d is too short: a stopping replica needs lifecycle.shutdownDelaySeconds (%d) + its drain of max(snippet.maxTimeoutSeconds %d, tool.readyTimeoutSeconds %d + tool.maxTimeoutSeconds %d) + 10 s + 5 s to stop = %d s; raise it to at least %d or lower the timeouts" $given (.Values.lifecycle.shutdownDelaySeconds | int64) (.Values.snippet.maxTimeoutSeconds | int64) (.Values.tool.readyTimeoutSeconds | int64) (.Values.tool.maxTimeoutSeconds | int64) $least $least) }}
 {{- end }}
 
+{{- /* Egress profiles (D11): every profile named must be one the chart deploys, or internet. */}}
+{{- $egress := .Values.tool.egress }}
+{{- if hasKey $egress.profiles "internet" }}
+{{- fail "tool.egress.profiles: \"internet\" is reserved for the default egress (the public internet, no proxy); name the profile otherwise" }}
+{{- end }}
+{{- range $name := list $egress.defaultProfile }}
+{{- if not (or (eq $name "internet") (hasKey $egress.profiles $name)) }}
+{{- fail (printf "tool.egress.defaultProfile %q is neither internet nor a profile of tool.egress.profiles" $name) }}
+{{- end }}
+{{- end }}
+{{- range .Values.tool.warmImages }}
+{{- if and .egress (not (or (eq .egress "internet") (hasKey $egress.profiles .egress))) }}
+{{- fail (printf "tool.warmImages: %q names egress profile %q, which is neither internet nor a profile of tool.egress.profiles" .image .egress) }}
+{{- end }}
+{{- end }}
+{{- if gt (add ($egress.proxy.basePort | int64) (len $egress.profiles)) 65536 }}
+{{- fail "tool.egress.proxy.basePort leaves no room for a port per profile below 65536" }}
+{{- end }}
+
 {{- if and .Values.runtimeClass.create (not .Values.runtimeClassName) }}
 {{- fail "runtimeClass.create=true needs runtimeClassName: the name of the RuntimeClass to create, which sandbox pods then use (e.g. --set runtimeClassName=gvisor)" }}
 {{- end }}

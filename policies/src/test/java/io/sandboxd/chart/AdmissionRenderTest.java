@@ -74,6 +74,12 @@ class AdmissionRenderTest {
         Map.entry("isolationGateToolTail", "--ipv6-link-local\n--timeout\n0.5\n--within\n300"),
         Map.entry("isolationGateProbeTool", "python3\n/opt/sandboxd/probe/isolation_gate.py\n--dns\nkubernetes.default.svc\n"
             + "--ipv6-link-local\n--timeout\n0.5\n--within\n30\n--best-effort"),
+        Map.entry("isolationGateProfiledToolHead", "python3\n/opt/sandboxd/probe/isolation_gate.py\n"
+            + "--closed\nudp-dns:10.96.0.10:53\n--closed\ntcp-dns:10.96.0.10:53"),
+        Map.entry("isolationGateProfiledToolTail", "--ipv6-link-local\n--timeout\n0.5\n--within\n300"),
+        Map.entry("isolationGateProbeProfiledTool", "python3\n/opt/sandboxd/probe/isolation_gate.py\n"
+            + "--closed\nudp-dns:10.96.0.10:53\n--closed\ntcp-dns:10.96.0.10:53\n"
+            + "--ipv6-link-local\n--timeout\n0.5\n--within\n30\n--best-effort"),
         Map.entry("allowedPriorityClasses", ""),
         Map.entry("sandboxUidMin", "1000000"),
         Map.entry("sandboxUidMax", "1999999"),

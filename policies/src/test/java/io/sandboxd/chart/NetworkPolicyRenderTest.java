@@ -56,7 +56,9 @@ class NetworkPolicyRenderTest {
   void toolsAreReachableOnlyFromSandboxdAndReachOnlyThePublicInternetAndClusterDns() {
     Map<String, Object> np = DEFAULT.get("NetworkPolicy", "sandboxd-tool");
     assertEquals("cai-sandbox", (Object) at(np, "metadata", "namespace"));
-    assertEquals(Map.of("matchLabels", Map.of("sandboxd.io/kind", "tool")), (Object) at(np, "spec", "podSelector"));
+    assertEquals(Map.of("matchLabels", Map.of("sandboxd.io/kind", "tool"), "matchExpressions", List.of(Map.of(
+        "key", "sandboxd.io/egress", "operator", "DoesNotExist"))), (Object) at(np, "spec", "podSelector"),
+        "tool pods of the internet profile only: a profiled pod gets its profile's policy (D11)");
     assertEquals(List.of("Ingress", "Egress"), (Object) at(np, "spec", "policyTypes"));
     assertEquals(List.of(Map.of("from", List.of(FROM_SANDBOXD), "ports", PORT_8080)), (Object) at(np, "spec", "ingress"));
 

@@ -43,6 +43,7 @@ class SandboxdConfigTest {
           maxResponseBytes: 8388608
           requireImageDigest: false
           warmImages: []
+          egress: {defaultProfile: internet, profiles: []}
           limits: {cpu: "2", memory: 1Gi, ephemeralStorage: 512Mi}
           requests: {cpu: 50m, memory: 64Mi, ephemeralStorage: 64Mi}
         security:
@@ -213,9 +214,10 @@ class SandboxdConfigTest {
         "tool.warmImages[0].image", "registry.example/agents/a:v1",
         "tool.warmImages[1].image", "registry.example/agents/b@sha256:" + "0".repeat(64),
         "tool.warmImages[1].pods", 3)));
-    assertEquals(List.of(Map.of("image", "registry.example/agents/a:v1", "pods", 1L, "reservePerReplica", 1L),
+    assertEquals(List.of(Map.of("image", "registry.example/agents/a:v1", "pods", 1L, "reservePerReplica", 1L,
+                "egress", "internet"),
             Map.of("image", "registry.example/agents/b@sha256:" + "0".repeat(64), "pods", 3L,
-                "reservePerReplica", 2L)),
+                "reservePerReplica", 2L, "egress", "internet")),
         at(config, "sandbox", "tool", "warmImages"), "each replica reserves its share: ceil(pods / 2 replicas)");
 
     HelmChart.HelmFailure quota = org.junit.jupiter.api.Assertions.assertThrows(HelmChart.HelmFailure.class,

@@ -92,6 +92,7 @@ class ValuesSchemaTest {
     // passed through verbatim are typed by their values instead.
     assertTrue(List.of(".global", ".serviceAccount.annotations", ".podAnnotations", ".podLabels", ".nodeSelector",
             ".affinity", ".sandboxNamespace.resourceQuota.hard", ".tokens.publicKeys",
+            ".tool.egress.profiles", ".tool.egress.proxy.resources",
             ".networkPolicy.agentNamespaceSelector.matchLabels", ".networkPolicy.dns.podLabels",
             ".tolerations[]", ".metrics.serviceMonitor.labels",
             ".metrics.serviceMonitor.scraperNamespaceSelector.matchLabels", ".metrics.dashboard.annotations")

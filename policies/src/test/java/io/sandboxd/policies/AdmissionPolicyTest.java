@@ -441,6 +441,22 @@ class AdmissionPolicyTest {
   }
 
   @Test
+  void aToolPodWithAnEgressProfileHasTheGateThatSeesDnsClosed() {
+    Map<String, Object> profiled = withGate(concat(PolicyFiles.SNIPPET_GATE_HEAD,
+        List.of("--closed", "tcp:10.244.1.7:8080"), PolicyFiles.GATE_TAIL));
+    labels(profiled).putAll(Map.of("sandboxd.io/kind", "tool", "sandboxd.io/egress", "weather"));
+    assertEquals(List.of(), denials(AdmissionRequest.create(profiled, SANDBOXD_USER), defaultParams()));
+    // Not the internet tool's gate, which would wait for DNS to resolve, nor the profiled gate without the label.
+    Map<String, Object> dnsGate = withGate(concat(PolicyFiles.TOOL_GATE_HEAD, PolicyFiles.GATE_TAIL));
+    labels(dnsGate).putAll(Map.of("sandboxd.io/kind", "tool", "sandboxd.io/egress", "weather"));
+    assertEquals(List.of("sandboxd-isolation-gate"), denials(AdmissionRequest.create(dnsGate, SANDBOXD_USER),
+        defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList());
+    labels(profiled).remove("sandboxd.io/egress");
+    assertEquals(List.of("sandboxd-isolation-gate"), denials(AdmissionRequest.create(profiled, SANDBOXD_USER),
+        defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList());
+  }
+
+  @Test
   void onlyTheProbesAccountMayRunTheProbesGateOnItsProbePods() {
     Map<String, Object> probe = Yaml.readFile(GOOD_FIXTURES.resolve("probe-pod.yaml"));
     annotations(probe).clear();

@@ -102,6 +102,10 @@ public final class PolicyFiles {
             Map.entry("isolationGateToolHead", String.join("\n", TOOL_GATE_HEAD)),
             Map.entry("isolationGateToolTail", String.join("\n", GATE_TAIL)),
             Map.entry("isolationGateProbeTool", String.join("\n", concat(TOOL_GATE_HEAD, PROBE_GATE_TAIL))),
+            // a tool pod with an egress profile: cluster DNS closed, as a snippet's (D11)
+            Map.entry("isolationGateProfiledToolHead", String.join("\n", SNIPPET_GATE_HEAD)),
+            Map.entry("isolationGateProfiledToolTail", String.join("\n", GATE_TAIL)),
+            Map.entry("isolationGateProbeProfiledTool", String.join("\n", concat(SNIPPET_GATE_HEAD, PROBE_GATE_TAIL))),
             Map.entry("allowedPriorityClasses", ""),
             Map.entry("sandboxUidMin", "1000000"),
             Map.entry("sandboxUidMax", "1999999"),

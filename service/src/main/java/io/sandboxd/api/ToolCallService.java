@@ -24,6 +24,7 @@ final class ToolCallService implements HttpService {
     private final JsonBody body;
     private final RouteCalls calls;
     private final ImagePinning pinning;
+    private final EgressChoice egress;
 
     /**
      * @param caller   tool calls
@@ -37,6 +38,7 @@ final class ToolCallService implements HttpService {
         this.body = body;
         this.calls = calls;
         this.pinning = new ImagePinning(settings.requireImageDigest());
+        this.egress = new EgressChoice(settings.egress());
     }
 
     @Override
@@ -54,6 +56,7 @@ final class ToolCallService implements HttpService {
             try {
                 call.caller(identity);
                 pinning.checkToken(identity);
+                String profile = egress.profileOf(identity);
                 // the body's budget charge is held until the call ends: its args stay in memory until then
                 try (JsonBody.Read<CallRequest> read = body.read(req, identity.project(),
                                                                  parser -> CallRequest.read(parser, settings))) {
@@ -61,7 +64,7 @@ final class ToolCallService implements HttpService {
                     pinning.checkRequest(identity, request.image());
                     ToolOutcome outcome = caller.call(new ToolJob(identity, requestId, request.module(),
                                                                   request.function(), request.args(),
-                                                                  request.timeoutSeconds()));
+                                                                  request.timeoutSeconds(), profile));
                     call.timing("wait_ms", outcome.waitMillis());
                     call.timing("pod_ms", outcome.podMillis());
                     call.timing("warm", outcome.warm() ? 1 : 0);

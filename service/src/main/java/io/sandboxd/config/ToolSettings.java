@@ -18,6 +18,7 @@ import io.helidon.config.Config;
  * @param requireImageDigest    whether a token's agent image must be pinned by digest ({@code repo@sha256:…}); a
  *                              token naming it by tag alone then gets 403
  * @param warmImages            agent images whose single-use tool pods are kept warm (D9, opt-in; empty: none)
+ * @param egress                egress profiles (D11; default: the internet for every call)
  */
 public record ToolSettings(int defaultTimeoutSeconds,
                            int maxTimeoutSeconds,
@@ -28,10 +29,28 @@ public record ToolSettings(int defaultTimeoutSeconds,
                            ResourceSettings requests,
                            String tmpSizeLimit,
                            boolean requireImageDigest,
-                           List<WarmToolImage> warmImages) {
+                           List<WarmToolImage> warmImages,
+                           EgressSettings egress) {
 
     public ToolSettings {
         warmImages = List.copyOf(warmImages);
+        for (WarmToolImage warm : warmImages) {
+            if (!egress.has(warm.egress())) {
+                throw new IllegalArgumentException("sandbox.tool.warmImages: \"" + warm.image()
+                        + "\" names egress profile \"" + warm.egress() + "\", which is not configured");
+            }
+        }
+    }
+
+    /**
+     * Settings with the internet egress for every call (no profiles).
+     */
+    public ToolSettings(int defaultTimeoutSeconds, int maxTimeoutSeconds, int readyTimeoutSeconds,
+                        long maxRequestBytes, long maxResponseBytes, ResourceSettings limits,
+                        ResourceSettings requests, String tmpSizeLimit, boolean requireImageDigest,
+                        List<WarmToolImage> warmImages) {
+        this(defaultTimeoutSeconds, maxTimeoutSeconds, readyTimeoutSeconds, maxRequestBytes, maxResponseBytes, limits,
+             requests, tmpSizeLimit, requireImageDigest, warmImages, EgressSettings.internetOnly());
     }
 
     static ToolSettings from(Config node) {
@@ -45,6 +64,7 @@ public record ToolSettings(int defaultTimeoutSeconds,
                 ResourceSettings.from(node.get("requests"), new ResourceSettings("50m", "64Mi", "64Mi")),
                 node.get("tmpSizeLimit").asString().orElse("64Mi"),
                 node.get("requireImageDigest").asBoolean().orElse(false),
-                WarmToolImage.listFrom(node.get("warmImages")));
+                WarmToolImage.listFrom(node.get("warmImages")),
+                EgressSettings.from(node.get("egress")));
     }
 }

@@ -17,8 +17,10 @@ import io.helidon.config.Config;
  * @param pods              warm pods kept of it (at least 1)
  * @param reservePerReplica most of them one replica reserves ahead of its calls, so a call makes no API write (the
  *                          chart renders ceil(pods / replicaCount); unset: {@code pods}, for sandboxd alone)
+ * @param egress            the egress profile its warm pods are started with (D11): a warm pod goes only to a call of
+ *                          that profile
  */
-public record WarmToolImage(String image, int pods, int reservePerReplica) {
+public record WarmToolImage(String image, int pods, int reservePerReplica, String egress) {
 
     public WarmToolImage {
         if (image == null || image.isBlank() || !image.strip().equals(image)) {
@@ -42,6 +44,17 @@ public record WarmToolImage(String image, int pods, int reservePerReplica) {
     }
 
     /**
+     * Warm pods of the internet egress profile.
+     *
+     * @param image             the image reference
+     * @param pods              warm pods kept of it
+     * @param reservePerReplica most of them one replica reserves
+     */
+    public WarmToolImage(String image, int pods, int reservePerReplica) {
+        this(image, pods, reservePerReplica, EgressSettings.INTERNET);
+    }
+
+    /**
      * Whether a warm pod of this image may serve a caller whose token names {@code tokenImage}: the same reference,
      * or, when the token gives a digest, the same repository and the same digest (a listed {@code repo:tag@sha256:X}
      * serves a token's {@code repo@sha256:X}). A token naming a tag alone is served only by exactly that tag: never by
@@ -54,13 +67,23 @@ public record WarmToolImage(String image, int pods, int reservePerReplica) {
         return ImageReference.of(image).sameImageAs(ImageReference.of(tokenImage));
     }
 
+    /**
+     * @param tokenImage the image in a caller's token
+     * @param profile    the call's egress profile
+     * @return whether this image's warm pods may serve the call: its image, and the profile they were started with
+     */
+    public boolean serves(String tokenImage, String profile) {
+        return egress.equals(profile) && serves(tokenImage);
+    }
+
     static List<WarmToolImage> listFrom(Config node) {
         List<WarmToolImage> images = new ArrayList<>();
         Set<String> seen = new HashSet<>();
         for (Config entry : node.asNodeList().orElse(List.of())) {
             int pods = entry.get("pods").asInt().orElse(1);
             WarmToolImage image = new WarmToolImage(entry.get("image").asString().orElse(""), pods,
-                                                    entry.get("reservePerReplica").asInt().orElse(pods));
+                                                    entry.get("reservePerReplica").asInt().orElse(pods),
+                                                    entry.get("egress").asString().orElse(EgressSettings.INTERNET));
             if (!seen.add(image.image())) {
                 throw new IllegalArgumentException("sandbox.tool.warmImages: \"" + image.image() + "\" is listed twice");
             }

@@ -30,6 +30,8 @@ public final class SandboxLabels {
     public static final String SESSION = "sandboxd.io/session";
     /** {@code sandboxd.io/pod-spec} on snippet pods: the revision of the spec that built the pod. */
     public static final String POD_SPEC = "sandboxd.io/pod-spec";
+    /** {@code sandboxd.io/egress} on tool pods of an egress profile (D11): the profile; none for the internet. */
+    public static final String EGRESS = "sandboxd.io/egress";
     /** {@code sandboxd.io/project} on tool pods: the project, sanitised to a label value. */
     public static final String PROJECT = "sandboxd.io/project";
 

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
+import io.sandboxd.config.EgressSettings;
 import io.sandboxd.config.SecuritySettings;
 import io.sandboxd.config.ToolSettings;
 
@@ -42,6 +43,8 @@ public final class ToolPodSpec {
     private final SecuritySettings security;
     private final String platformImage;
     private final SandboxUids uids;
+    private final EgressProxy proxy;
+    private final Map<String, String> warmEgress = new LinkedHashMap<>();
     private final Map<String, String> revisions = new ConcurrentHashMap<>();
 
     /**
@@ -70,6 +73,8 @@ public final class ToolPodSpec {
         this.security = security;
         this.platformImage = platformImage;
         this.uids = uids;
+        this.proxy = new EgressProxy(tool.egress());
+        tool.warmImages().forEach(warm -> warmEgress.put(warm.image(), warm.egress()));
     }
 
     /**
@@ -83,14 +88,31 @@ public final class ToolPodSpec {
      * @return the desired pod
      */
     public Pod pod(String image, String project, String agent, String requestId, Duration activeDeadline) {
-        Map<String, String> labels = baseLabels();
+        return pod(image, project, agent, requestId, activeDeadline, EgressSettings.INTERNET);
+    }
+
+    /**
+     * The pod for one tool call of an egress profile (D11).
+     *
+     * @param image          the agent's image (already checked against the token)
+     * @param project        project from the token
+     * @param agent          agent from the token
+     * @param requestId      request that creates the pod
+     * @param activeDeadline the pod's {@code activeDeadlineSeconds}
+     * @param egress         the call's egress profile (checked to exist)
+     * @return the desired pod
+     * @throws EgressProxy.Unresolved when the profile needs the proxy and its Service does not resolve
+     */
+    public Pod pod(String image, String project, String agent, String requestId, Duration activeDeadline,
+                   String egress) {
+        Map<String, String> labels = baseLabels(egress);
         labels.put(SandboxLabels.PROJECT, projectLabel(project));
         Map<String, String> annotations = new LinkedHashMap<>();
         annotations.put(SandboxLabels.PROJECT_ANNOTATION, project);
         annotations.put(SandboxLabels.AGENT_ANNOTATION, agent);
         annotations.put(SandboxLabels.REQUEST_ANNOTATION, requestId);
-        return build(image, labels, annotations, activeDeadline.toSeconds(), uids.next(), PodToken.unstampedEnvVar(),
-                     security, List.of());
+        return build(image, egress, labels, annotations, activeDeadline.toSeconds(), uids.next(),
+                     PodToken.unstampedEnvVar(), security, proxy.env(egress));
     }
 
     /**
@@ -101,11 +123,23 @@ public final class ToolPodSpec {
      * @return the desired pod
      */
     public Pod warmPod(String image) {
-        Map<String, String> labels = baseLabels();
+        String egress = warmEgress(image);
+        Map<String, String> labels = baseLabels(egress);
         labels.put(SandboxLabels.STATE, SandboxLabels.STATE_WARM);
         labels.put(SandboxLabels.POD_SPEC, revision(image));
-        return build(image, labels, new LinkedHashMap<>(), null, uids.next(), PodToken.unstampedEnvVar(), security,
-                     WARM_POD_ENV);
+        return build(image, egress, labels, new LinkedHashMap<>(), null, uids.next(), PodToken.unstampedEnvVar(),
+                     security, concat(WARM_POD_ENV, proxy.env(egress)));
+    }
+
+    /** The egress profile of an image's warm pods ({@code tool.warmImages}' {@code egress}). */
+    private String warmEgress(String image) {
+        return warmEgress.getOrDefault(image, EgressSettings.INTERNET);
+    }
+
+    private static List<EnvVar> concat(List<EnvVar> a, List<EnvVar> b) {
+        List<EnvVar> all = new ArrayList<>(a);
+        all.addAll(b);
+        return all;
     }
 
     /**
@@ -115,10 +149,12 @@ public final class ToolPodSpec {
      */
     public String revision(String image) {
         return revisions.computeIfAbsent(image, i -> {
-            Map<String, String> labels = baseLabels();
+            String egress = warmEgress(i);
+            Map<String, String> labels = baseLabels(egress);
             labels.put(SandboxLabels.STATE, SandboxLabels.STATE_WARM);
-            return PodRevision.of(build(i, labels, new LinkedHashMap<>(), null, security.sandboxUids().min(),
-                                        PodToken.unstampedEnvVar(), security.asAnyReplica(), WARM_POD_ENV));
+            return PodRevision.of(build(i, egress, labels, new LinkedHashMap<>(), null, security.sandboxUids().min(),
+                                        PodToken.unstampedEnvVar(), security.asAnyReplica(),
+                                        concat(WARM_POD_ENV, proxy.envForRevision(egress))));
         });
     }
 
@@ -149,14 +185,21 @@ public final class ToolPodSpec {
         return label.isEmpty() ? "unknown" : label;
     }
 
-    private static Map<String, String> baseLabels() {
+    /**
+     * A pod of an egress profile carries it as {@code sandboxd.io/egress}: the label its NetworkPolicy selects (only
+     * the proxy's port of that profile) and the isolation gate's admission reads; the internet's pods carry none.
+     */
+    private static Map<String, String> baseLabels(String egress) {
         Map<String, String> labels = new LinkedHashMap<>();
         labels.put(SandboxLabels.MANAGED_BY, SandboxLabels.MANAGER);
         labels.put(SandboxLabels.KIND, SandboxLabels.KIND_TOOL);
+        if (!EgressSettings.INTERNET.equals(egress)) {
+            labels.put(SandboxLabels.EGRESS, egress);
+        }
         return labels;
     }
 
-    private Pod build(String image, Map<String, String> labels, Map<String, String> annotations,
+    private Pod build(String image, String egress, Map<String, String> labels, Map<String, String> annotations,
                       Long activeDeadlineSeconds, long uid, EnvVar podToken, SecuritySettings security,
                       List<EnvVar> extraEnv) {
         List<EnvVar> env = new ArrayList<>(List.of(new EnvVar("HOME", "/tmp", null),
@@ -176,8 +219,10 @@ public final class ToolPodSpec {
                     // A backstop if sandboxd dies mid-call: the kubelet stops the pod on its own.
                     .withActiveDeadlineSeconds(activeDeadlineSeconds)
                     .withDnsPolicy("ClusterFirst")
+                    // A pod of an egress profile has no DNS: its gate sees cluster DNS closed, as a snippet's does.
                     .withInitContainers(PodHardening.isolationGate(platformImage, security,
-                            PodHardening.resources(tool.limits(), tool.requests()), DNS_CANARY, uid))
+                            PodHardening.resources(tool.limits(), tool.requests()),
+                            EgressSettings.INTERNET.equals(egress) ? DNS_CANARY : null, uid))
                     .addNewContainer()
                         .withName(CONTAINER)
                         .withImage(image)

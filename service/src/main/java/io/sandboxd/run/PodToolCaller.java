@@ -18,6 +18,7 @@ import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.pool.claim.ClaimedPod;
 import io.sandboxd.pool.claim.WarmToolPods;
+import io.sandboxd.pods.EgressProxy;
 import io.sandboxd.sandbox.PodCallFailed;
 import io.sandboxd.sandbox.ToolRunnerClient;
 import io.sandboxd.sandbox.ToolRunnerReply;
@@ -73,7 +74,7 @@ public final class PodToolCaller implements ToolCaller, AutoCloseable {
     public ToolOutcome call(ToolJob job) {
         long started = System.nanoTime();
         Duration deadline = podDeadline.apply(job.timeoutSeconds());
-        Optional<ClaimedPod> warmPod = warm.take(job.image(), job.caller().project(), job.requestId());
+        Optional<ClaimedPod> warmPod = warm.take(job.image(), job.egress(), job.caller().project(), job.requestId());
         if (warmPod.isPresent()) {
             ClaimedPod pod = warmPod.get();
             return callIn(pod.name(), job, started, true, () -> pod);
@@ -81,9 +82,11 @@ public final class PodToolCaller implements ToolCaller, AutoCloseable {
         Pod created;
         try {
             created = writes.create(spec.pod(job.image(), job.caller().project(), job.caller().agent(),
-                                             job.requestId(), deadline));
+                                             job.requestId(), deadline, job.egress()));
         } catch (KubernetesClientException e) {
             throw new FailedRun(new Failure.ToolPodNotCreated(PodWrites.describe(e)));
+        } catch (EgressProxy.Unresolved e) {
+            throw new FailedRun(new Failure.ToolPodNotCreated(e.getMessage()));
         }
         String name = created.getMetadata().getName();
         return callIn(name, job, started, false, () -> {

@@ -1,6 +1,7 @@
 package io.sandboxd.run;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.sandboxd.config.EgressSettings;
 import io.sandboxd.tokens.ProjectIdentity;
 
 /**
@@ -13,13 +14,30 @@ import io.sandboxd.tokens.ProjectIdentity;
  * @param function       function
  * @param args           keyword arguments: a JSON object, kept as its compact text (passed on, never read)
  * @param timeoutSeconds timeout (already within bounds)
+ * @param egress         the call's egress profile (D11: the token's, or the chart's default; already checked to exist)
  */
 public record ToolJob(ProjectIdentity caller,
                       String requestId,
                       String module,
                       String function,
                       JsonNode args,
-                      int timeoutSeconds) {
+                      int timeoutSeconds,
+                      String egress) {
+
+    /**
+     * A call of the internet egress profile.
+     *
+     * @param caller         verified caller
+     * @param requestId      request id
+     * @param module         Python module
+     * @param function       function
+     * @param args           keyword arguments
+     * @param timeoutSeconds timeout
+     */
+    public ToolJob(ProjectIdentity caller, String requestId, String module, String function, JsonNode args,
+                   int timeoutSeconds) {
+        this(caller, requestId, module, function, args, timeoutSeconds, EgressSettings.INTERNET);
+    }
 
     /**
      * @return the image the tool pod runs: the one the caller's token names

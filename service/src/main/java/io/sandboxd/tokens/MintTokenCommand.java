@@ -16,19 +16,20 @@ import java.util.Set;
  *
  * <pre>
  * mint-token --private-key FILE --kid ID --project P --agent A --image IMG
- *            [--audience sandboxd] [--ttl-seconds 3600] [--issuer X]
+ *            [--audience sandboxd] [--ttl-seconds 3600] [--issuer X] [--egress PROFILE]
  * </pre>
  */
 public final class MintTokenCommand {
 
     private static final String USAGE = """
             usage: mint-token --private-key FILE --kid ID --project P --agent A --image IMG
-                              [--audience sandboxd] [--ttl-seconds 3600] [--issuer X]
+                              [--audience sandboxd] [--ttl-seconds 3600] [--issuer X] [--egress PROFILE]
             Prints a project token (JWT) signed with FILE, an unencrypted PKCS#8 PEM private key (EC, RSA or
             Ed25519); the algorithm follows from the key. sandboxd verifies it with <kid>.pem, the matching public key,
-            in its keys directory.""";
+            in its keys directory. --egress names the egress profile (tool.egress.profiles) of the
+            agent's tool calls; without it they get the chart's tool.egress.defaultProfile.""";
     private static final List<String> REQUIRED = List.of("private-key", "kid", "project", "agent", "image");
-    private static final Set<String> OPTIONAL = Set.of("audience", "ttl-seconds", "issuer");
+    private static final Set<String> OPTIONAL = Set.of("audience", "ttl-seconds", "issuer", "egress");
 
     private MintTokenCommand() {
     }
@@ -102,7 +103,7 @@ public final class MintTokenCommand {
             TokenMinter minter = new TokenMinter(PemKeys.privateKey(pem), options.get("kid"));
             out.println(minter.mint(options.get("project"), options.get("agent"), options.get("image"),
                                     options.getOrDefault("audience", TokenMinter.DEFAULT_AUDIENCE),
-                                    Duration.ofSeconds(ttlSeconds), options.get("issuer")));
+                                    Duration.ofSeconds(ttlSeconds), options.get("issuer"), options.get("egress")));
             return 0;
         } catch (IOException e) {
             err.println("mint-token: cannot read " + options.get("private-key") + ": " + e.getMessage());

@@ -69,6 +69,23 @@ public final class TokenMinter {
      * @return compact JWS
      */
     public String mint(String project, String agent, String image, String audience, Duration ttl, String issuer) {
+        return mint(project, agent, image, audience, ttl, issuer, null);
+    }
+
+    /**
+     * A token naming an egress profile for its tool calls (D11).
+     *
+     * @param project  project claim
+     * @param agent    agent claim
+     * @param image    image claim
+     * @param audience audience
+     * @param ttl      lifetime (negative for an already expired token)
+     * @param issuer   issuer, or {@code null}/empty for none
+     * @param egress   egress claim, or {@code null}/empty for none (the chart's default profile)
+     * @return compact JWS
+     */
+    public String mint(String project, String agent, String image, String audience, Duration ttl, String issuer,
+                       String egress) {
         Instant now = clock.instant();
         JwtBuilder builder = Jwts.builder()
                 .header().keyId(kid).and()
@@ -80,6 +97,9 @@ public final class TokenMinter {
                 .expiration(Date.from(now.plus(ttl)));
         if (issuer != null && !issuer.isEmpty()) {
             builder.issuer(issuer);
+        }
+        if (egress != null && !egress.isEmpty()) {
+            builder.claim("egress", egress);
         }
         return builder.signWith(key).compact();
     }

@@ -121,7 +121,19 @@ public final class TokenVerifier {
             throw TokenRejected.wrongIssuer(String.valueOf(claims.getIssuer()), issuer);
         }
         return new ProjectIdentity(requiredClaim(claims, "project"), requiredClaim(claims, "agent"),
-                                   requiredClaim(claims, "image"));
+                                   requiredClaim(claims, "image"), optionalClaim(claims, "egress"));
+    }
+
+    /** An optional string claim: absent is {@code null}; present, it must be a non-blank string. */
+    private static String optionalClaim(Claims claims, String name) throws TokenRejected {
+        Object value = claims.get(name);
+        if (value == null) {
+            return null;
+        }
+        if (value instanceof String s && !s.isBlank()) {
+            return s;
+        }
+        throw TokenRejected.malformed("the " + name + " claim must be a non-empty string");
     }
 
     private static String requiredClaim(Claims claims, String name) throws TokenRejected {

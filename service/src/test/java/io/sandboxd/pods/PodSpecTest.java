@@ -5,9 +5,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import io.sandboxd.config.EgressSettings;
 import io.sandboxd.config.IsolationGateSettings;
 import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.config.ToolSettings;
 import io.sandboxd.config.UidRange;
+import io.sandboxd.config.WarmToolImage;
 
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
@@ -21,6 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class PodSpecTest {
@@ -139,6 +143,55 @@ class PodSpecTest {
         assertEquals(new Quantity("2"), c.getResources().getLimits().get("cpu"));
         assertEquals(new Quantity("1Gi"), c.getResources().getLimits().get("memory"));
         assertEquals(new Quantity("512Mi"), c.getResources().getLimits().get("ephemeral-storage"));
+    }
+
+    @Test
+    void aToolPodOfAnEgressProfileIsLabelledPointedAtTheProxyAndGatedWithDnsClosed() {
+        ToolSettings tool = withEgress(TestSettings.TOOL, new EgressSettings("internet", "127.0.0.1",
+                                                                             Map.of("weather", 3129)),
+                                       List.of(new WarmToolImage("agents/a:v1", 1, 1, "weather")));
+        ToolPodSpec tools = new ToolPodSpec("cai-sandbox", tool, TestSettings.RUNTIME_DEFAULT,
+                                            TestSettings.SNIPPET.image());
+        Pod pod = tools.pod("agents/a:v1", "proj", "analyst", "req-1", TestSettings.BUDGET.toolPodDeadline(30),
+                            "weather");
+        assertEquals("weather", pod.getMetadata().getLabels().get("sandboxd.io/egress"),
+                     "the label its NetworkPolicy (only the proxy's weather port) selects");
+        Container c = pod.getSpec().getContainers().get(0);
+        for (String name : List.of("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")) {
+            assertEquals("http://127.0.0.1:3129", env(c, name), name + ": the proxy by address (no DNS), its port");
+        }
+        assertEquals(List.of("python3", "/opt/sandboxd/probe/isolation_gate.py",
+                             "--closed", "udp-dns:10.96.0.10:53", "--closed", "tcp-dns:10.96.0.10:53",
+                             "--ipv6-link-local", "--timeout", "0.5", "--within", "300"),
+                     pod.getSpec().getInitContainers().get(0).getCommand(),
+                     "no DNS for a profiled pod: its gate waits for cluster DNS to be closed");
+
+        Pod internet = tools.pod("agents/a:v1", "proj", "analyst", "req-2", TestSettings.BUDGET.toolPodDeadline(30));
+        assertFalse(internet.getMetadata().getLabels().containsKey("sandboxd.io/egress"));
+        assertNull(env(internet.getSpec().getContainers().get(0), "HTTPS_PROXY"));
+
+        Pod warm = tools.warmPod("agents/a:v1");
+        assertEquals("weather", warm.getMetadata().getLabels().get("sandboxd.io/egress"),
+                     "a warm pod is started with its image's listed profile");
+        assertEquals("http://127.0.0.1:3129", env(warm.getSpec().getContainers().get(0), "HTTPS_PROXY"));
+        assertTrue(tools.isCurrentWarmPod(warm));
+    }
+
+    @Test
+    void aProxyServiceThatDoesNotResolveFailsThePodNotTheReplica() {
+        ToolSettings tool = withEgress(TestSettings.TOOL, new EgressSettings("internet", "no-such-proxy.invalid",
+                                                                             Map.of("weather", 3129)), List.of());
+        ToolPodSpec tools = new ToolPodSpec("cai-sandbox", tool, TestSettings.RUNTIME_DEFAULT,
+                                            TestSettings.SNIPPET.image());
+        EgressProxy.Unresolved e = assertThrows(EgressProxy.Unresolved.class, () -> tools.pod(
+                "agents/a:v1", "proj", "analyst", "req-1", TestSettings.BUDGET.toolPodDeadline(30), "weather"));
+        assertTrue(e.getMessage().contains("no-such-proxy.invalid"), e.getMessage());
+    }
+
+    private static ToolSettings withEgress(ToolSettings t, EgressSettings egress, List<WarmToolImage> warm) {
+        return new ToolSettings(t.defaultTimeoutSeconds(), t.maxTimeoutSeconds(), t.readyTimeoutSeconds(),
+                                t.maxRequestBytes(), t.maxResponseBytes(), t.limits(), t.requests(), t.tmpSizeLimit(),
+                                t.requireImageDigest(), warm, egress);
     }
 
     @Test

@@ -48,6 +48,14 @@ class TokenVerifierTest {
     }
 
     @Test
+    void theEgressClaimNamesTheToolCallsProfile() throws TokenRejected {
+        TokenMinter minter = new TokenMinter(ec.getPrivate(), "cp-1", clock);
+        assertEquals(new ProjectIdentity("proj-a", "analyst", IMAGE, "weather"), verifier.verify(
+                minter.mint("proj-a", "analyst", IMAGE, "sandboxd", Duration.ofMinutes(5), null, "weather")));
+        assertEquals(null, verifier.verify(minter.mint("proj-a", "analyst", IMAGE)).egress(), "no claim: none");
+    }
+
+    @Test
     void acceptsRsaAndEd25519KeysSideBySide() throws TokenRejected {
         KeyPair rsa = TestKeys.rsa();
         KeyPair ed = TestKeys.ed25519();

@@ -67,13 +67,14 @@ public final class WarmToolPods implements AutoCloseable {
      * Takes a warm pod for one call, if one may serve it now.
      *
      * @param tokenImage the image in the caller's token
+     * @param egress     the call's egress profile (D11): only a pod started with it may serve the call
      * @param project    caller's project
      * @param requestId  the call's request
      * @return the pod, now the call's (give it back with {@link #release}); empty when none may serve it now
      */
-    public Optional<ClaimedPod> take(String tokenImage, String project, String requestId) {
+    public Optional<ClaimedPod> take(String tokenImage, String egress, String project, String requestId) {
         for (Map.Entry<WarmToolImage, WarmPool> pool : pools.entrySet()) {
-            if (!pool.getKey().serves(tokenImage)) {
+            if (!pool.getKey().serves(tokenImage, egress)) {
                 continue;
             }
             // A pod another replica holds is passed on when asked (a few informer round trips): worth a short wait.

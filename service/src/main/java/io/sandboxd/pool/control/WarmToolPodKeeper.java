@@ -11,6 +11,7 @@ import java.util.Set;
 import java.util.logging.Logger;
 
 import io.sandboxd.config.WarmToolImage;
+import io.sandboxd.pods.EgressProxy;
 import io.sandboxd.kube.ExponentialBackoff;
 import io.sandboxd.kube.PendingCreates;
 import io.sandboxd.kube.PodWrites;
@@ -141,6 +142,11 @@ final class WarmToolPodKeeper {
             Duration retryIn = createBackoff.failed(now);
             LOGGER.warning("could not create a warm tool pod of " + image + " (retrying in " + retryIn.toSeconds()
                                    + "s): " + PodWrites.describe(e));
+            return false;
+        } catch (EgressProxy.Unresolved e) {
+            Duration retryIn = createBackoff.failed(now);
+            LOGGER.warning("could not create a warm tool pod of " + image + " (retrying in " + retryIn.toSeconds()
+                                   + "s): " + e.getMessage());
             return false;
         }
     }

@@ -104,7 +104,7 @@ class WarmToolPodsTest {
     }
 
     private Optional<ClaimedPod> take(WarmToolPods pods, String tokenImage) {
-        return pods.take(tokenImage, "team-a", "req-1");
+        return pods.take(tokenImage, "internet", "team-a", "req-1");
     }
 
     @Test
@@ -153,7 +153,7 @@ class WarmToolPodsTest {
         WarmToolPods ofUpgrade = new WarmToolPods(tools, writes, upgraded, listed(0, IMAGE), "r", Clock.systemUTC(),
                                                   TIMES, ip -> true);
         made.add(ofUpgrade);
-        assertFalse(ofUpgrade.take(IMAGE, "p", "r").isPresent(), "built from another spec");
+        assertFalse(ofUpgrade.take(IMAGE, "internet", "p", "r").isPresent(), "built from another spec");
     }
 
     @Test
@@ -183,11 +183,13 @@ class WarmToolPodsTest {
         String name = warm.getMetadata().getName();
         assertTrue(tools.await(() -> tools.pod(name).filter(io.sandboxd.pods.PodStates::isLabelledReserved),
                                Duration.ofSeconds(10)).isPresent(), "reserved ahead of any call");
-        assertFalse(reserving.take(OTHER, "team-b", "req-2").isPresent(), "never to another image's call");
-        ClaimedPod claimed = reserving.take(IMAGE, "team-a", "req-3").orElseThrow();
+        assertFalse(reserving.take(OTHER, "internet", "team-b", "req-2").isPresent(), "never to another image's call");
+        assertFalse(reserving.take(IMAGE, "weather", "team-a", "req-2").isPresent(),
+                    "never to a call of another egress profile than the pod was started with (D11)");
+        ClaimedPod claimed = reserving.take(IMAGE, "internet", "team-a", "req-3").orElseThrow();
         assertEquals(name, claimed.name());
         assertTrue(claimed.reachable(), "probed before it was reserved");
-        assertFalse(reserving.take(IMAGE, "team-a", "req-4").isPresent(), "single use");
+        assertFalse(reserving.take(IMAGE, "internet", "team-a", "req-4").isPresent(), "single use");
         reserving.release(name);
         assertTrue(tools.await(() -> tools.pod(name).isEmpty() ? Optional.of(true) : Optional.empty(),
                                Duration.ofSeconds(10)).isPresent(), "deleted after its call");

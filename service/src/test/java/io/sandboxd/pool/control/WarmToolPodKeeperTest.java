@@ -138,7 +138,7 @@ class WarmToolPodKeeperTest {
     }
 
     private Optional<ClaimedPod> take(WarmToolPods pods, String tokenImage) {
-        return pods.take(tokenImage, "team-a", "req-1");
+        return pods.take(tokenImage, "internet", "team-a", "req-1");
     }
 
     /** A warm pod of {@code image} as the leader creates it, then Ready with an address, as the kubelet reports it. */

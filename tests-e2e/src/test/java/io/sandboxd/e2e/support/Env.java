@@ -68,6 +68,10 @@ public final class Env {
     /** The simulated targets cluster-up.sh creates (tests-e2e/cluster/cluster.env). */
     public static final String PUBLIC_TARGET = "203.0.113.10";
     public static final String PUBLIC_TARGET_NAME = "public.sbx.test";
+    /** A second name of the public target, which no egress profile of the e2e install allows but {@code other}. */
+    public static final String OTHER_TARGET_NAME = "other.sbx.test";
+    /** {@code <address, dots as dashes>.rebind.sbx.test} resolves to each blocked target (DNS rebinding). */
+    public static final String REBIND_DOMAIN = "rebind.sbx.test";
     public static final String METADATA_TARGET = "169.254.169.254";
     public static final String PRIVATE_10 = "10.123.45.10";
     public static final String PRIVATE_172 = "172.30.45.10";

@@ -1,0 +1,82 @@
+package io.sandboxd.chart;
+
+import static io.sandboxd.chart.HelmChart.values;
+import static io.sandboxd.policies.Yaml.at;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** Egress profiles (tool.egress, D11) as the chart renders them: the proxy, its policies and sandboxd's view. */
+class EgressRenderTest {
+
+  private static final Map<String, Object> PROFILES = values(
+      "tool.egress.profiles.weather.hosts[0]", "api.weather.example",
+      "tool.egress.profiles.weather.ports[0]", 443,
+      "tool.egress.profiles.github.hosts[0]", "*.githubusercontent.com",
+      "tool.egress.profiles.github.ports[0]", 443);
+  private static final HelmChart.Rendered RENDERED = HelmChart.render(PROFILES);
+
+  @Test
+  void withoutProfilesNoProxyIsDeployedAndEveryCallHasTheInternet() {
+    HelmChart.Rendered none = HelmChart.render();
+    assertEquals(List.of(), none.ofKind("Deployment").stream()
+        .filter(d -> "sandboxd-egress".equals(at(d, "metadata", "name"))).toList());
+    assertTrue(none.text().contains("defaultProfile: \"internet\""), "sandboxd's configuration names the default");
+  }
+
+  @Test
+  void eachProfileGetsAPortByNameAndAPolicyAllowingOnlyThatPortOfTheProxy() {
+    Map<String, Object> github = RENDERED.get("NetworkPolicy", "sandboxd-tool-egress-github");
+    assertEquals(Map.of("matchLabels", Map.of("sandboxd.io/kind", "tool", "sandboxd.io/egress", "github")),
+        (Object) at(github, "spec", "podSelector"));
+    List<Map<String, Object>> egress = at(github, "spec", "egress");
+    assertEquals(1, egress.size(), "the proxy and nothing else: no DNS, no address");
+    assertEquals(List.of(Map.of("protocol", "TCP", "port", 3128L)), egress.get(0).get("ports"),
+        "github is first by name: basePort");
+    assertEquals(List.of(Map.of("protocol", "TCP", "port", 3129L)),
+        at(RENDERED.get("NetworkPolicy", "sandboxd-tool-egress-weather"), "spec", "egress", 0, "ports"));
+
+    Map<String, Object> proxy = RENDERED.get("NetworkPolicy", "sandboxd-egress-proxy");
+    List<Map<String, Object>> ingress = at(proxy, "spec", "ingress");
+    assertEquals(3, ingress.size(), "each profile's pods on its own port, and the metrics port");
+    assertEquals("github", at(ingress.get(0), "from", 0, "podSelector", "matchLabels", "sandboxd.io/egress"));
+    assertEquals(List.of(Map.of("protocol", "TCP", "port", 3128L)), ingress.get(0).get("ports"));
+  }
+
+  @Test
+  void theProxysConfigurationCarriesTheProfilesAndTheBlockedRangesOfTheToolPolicy() throws Exception {
+    String json = at(RENDERED.get("ConfigMap", "sandboxd-egress"), "data", "config.json");
+    JsonNode config = new ObjectMapper().readTree(json);
+    assertEquals("github", config.at("/profiles/0/name").asText());
+    assertEquals(3128, config.at("/profiles/0/port").asInt());
+    assertEquals("*.githubusercontent.com", config.at("/profiles/0/hosts/0").asText());
+    assertEquals("cai-sandbox", config.at("/namespace").asText());
+    List<String> blocked = new ObjectMapper().convertValue(config.get("blockedCidrs"), List.class);
+    Map<String, Object> tool = RENDERED.get("NetworkPolicy", "sandboxd-tool");
+    List<String> v4 = at(tool, "spec", "egress", 0, "to", 0, "ipBlock", "except");
+    List<String> v6 = at(tool, "spec", "egress", 0, "to", 1, "ipBlock", "except");
+    assertTrue(blocked.containsAll(v4) && blocked.containsAll(v6) && blocked.size() == v4.size() + v6.size(),
+        "one list: blocked-ranges.yaml");
+    assertTrue(RENDERED.text().contains("proxyHost: \"sandboxd-egress.cai-system.svc\""), RENDERED.text().length() + "");
+  }
+
+  @Test
+  void aDefaultOrWarmProfileThatIsNotDeployedAndTheReservedNameAreRefused() {
+    Map<String, Object> badDefault = values("tool.egress.defaultProfile", "weather");
+    HelmChart.HelmFailure failure = assertThrows(HelmChart.HelmFailure.class, () -> HelmChart.render(badDefault));
+    assertTrue(failure.getMessage().contains("tool.egress.defaultProfile \"weather\" is neither internet nor a profile"),
+        failure.getMessage());
+    Map<String, Object> reserved = values("tool.egress.profiles.internet.hosts[0]", "a.example",
+        "tool.egress.profiles.internet.ports[0]", 443);
+    assertThrows(HelmChart.HelmFailure.class, () -> HelmChart.render(reserved));
+    Map<String, Object> warm = values("tool.warmImages[0].image", "agents/a:v1", "tool.warmImages[0].egress", "nope");
+    failure = assertThrows(HelmChart.HelmFailure.class, () -> HelmChart.render(warm));
+    assertTrue(failure.getMessage().contains("names egress profile \"nope\""), failure.getMessage());
+  }
+}
