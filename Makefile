@@ -34,14 +34,17 @@ verify: ## the fast lane, no cluster: commit subjects, generated docs fresh, the
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit-test
 
-lint: ## ruff and mypy on toolrunner/, configured in its pyproject.toml (their venv: /var/cache/sandboxd/lint-venv, made once)
+lint: ## ruff and mypy on toolrunner/ (their venv: /var/cache/sandboxd/lint-venv, made once); gofmt and go vet on egress-proxy/
 	lint_python=$$(bash toolrunner/lint-venv.sh) && cd toolrunner && "$$lint_python" -m ruff check . && "$$lint_python" -m mypy
+	test -z "$$(gofmt -l egress-proxy)" || { gofmt -l egress-proxy; echo "egress-proxy: run gofmt -w egress-proxy"; exit 1; }
+	cd egress-proxy && go vet ./...
 
 docs: ## regenerate the chart README's values reference from values.yaml (helm-docs, built once from the Go module proxy)
 	bash charts/helm-docs.sh
 
-unit-test: ## unit tests: service, policies + chart, toolrunner, toolrunner with Google ADK; the formatter check on every Java module
+unit-test: ## unit tests: service, policies + chart, egress proxy, toolrunner, toolrunner with Google ADK; the formatter check on every Java module
 	$(MVN) -pl service,policies -am install
+	cd egress-proxy && go test ./...
 	$(MVN) -pl tests-e2e validate  # the formatter check (spotless:check at validate) for the e2e suite's Java too
 	cd toolrunner && python3 -m pytest -q
 	$(MAKE) --no-print-directory adk-test

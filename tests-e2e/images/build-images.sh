@@ -252,6 +252,14 @@ mkdir -p "$stage/coredns"
 cp "$cache/bin/coredns-$COREDNS_VERSION/coredns" "$stage/coredns/coredns"; touch -d @0 "$stage/coredns/coredns"
 derive scratch coredns "$stage/coredns" --config.entrypoint /coredns --config.user 65532:65532 && export_image coredns sandboxd.local/coredns:$COREDNS_VERSION
 
+# --- egress proxy (tool.egress, D11): egress-proxy/, smokescreen as a library, a static binary alone -------------
+# Built from the Go module proxy like the cluster's Go components (egress-proxy/go.sum pins every module).
+mkdir -p "$stage/egress"
+(cd "$repo/egress-proxy" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$stage/egress/sandboxd-egress" .)
+touch -d @0 "$stage/egress/sandboxd-egress"
+derive scratch egress-proxy "$stage/egress" --config.entrypoint /sandboxd-egress --config.user 65532:65532 \
+  && export_image egress-proxy sandboxd.local/egress-proxy:dev
+
 # --- sandboxd: a jlink'ed JRE layer (cached by JDK version) plus the service jars -----------------
 jdk_version=$("$java_home/bin/java" -version 2>&1 | head -1 | tr -dc 'a-zA-Z0-9._-')
 jre=$cache/jre/$jdk_version

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stripe/smokescreen/pkg/smokescreen"
+)
+
+// Every decision is one JSON line with these fields beside smokescreen's own: profile, project, pod (from the tool
+// pod's address, never from the client), source, host, port, decision (allow|deny) and reason. smokescreen writes one
+// canonical line per request (CANONICAL-PROXY-DECISION); decisionFields adds the fields to it. A tunnel the guard
+// refuses after smokescreen allowed its CONNECT gets a line of its own (TUNNEL-REFUSED) with decision deny.
+
+const tunnelRefused = "TUNNEL-REFUSED"
+
+type decisionFields struct {
+	proxy *Proxy
+}
+
+func (h *decisionFields) Levels() []logrus.Level { return logrus.AllLevels }
+
+func (h *decisionFields) Fire(entry *logrus.Entry) error {
+	if entry.Message != smokescreen.CanonicalProxyDecision {
+		return nil
+	}
+	data := entry.Data
+	source, _ := data[smokescreen.LogFieldInRemoteAddr].(string)
+	requested, _ := data[smokescreen.LogFieldRequestedHost].(string)
+	allowed, _ := data[smokescreen.LogFieldAllow].(bool)
+	reason, _ := data[smokescreen.LogFieldDecisionReason].(string)
+	if failure, ok := data[smokescreen.LogFieldError].(string); ok && failure != "" {
+		allowed = false
+		reason = failure
+	}
+	host, port := splitHostPort(requested)
+	profile, _ := data[smokescreen.LogFieldRole].(string)
+	h.proxy.fill(data, profile, source, host, port, allowed, reason)
+	return nil
+}
+
+func (p *Proxy) fill(data logrus.Fields, profile, source, host string, port int, allowed bool, reason string) {
+	ip, _, err := net.SplitHostPort(source)
+	if err != nil {
+		ip = source
+	}
+	project, pod := p.projects.of(ip)
+	decision := "deny"
+	if allowed {
+		decision = "allow"
+	}
+	data["profile"] = profile
+	data["project"] = project
+	data["pod"] = pod
+	data["source"] = source
+	data["host"] = host
+	data["port"] = port
+	data["decision"] = decision
+	data["reason"] = reason
+}
+
+func (p *Proxy) logRefusedTunnel(g *tunnelGuard, sni, reason string) {
+	fields := logrus.Fields{"proxy_type": "connect", "sni": sni}
+	profile := ""
+	if local, ok := g.LocalAddr().(*net.TCPAddr); ok {
+		if pr, found := p.config.byPort(local.Port); found {
+			profile = pr.Name
+		}
+	}
+	p.fill(fields, profile, g.RemoteAddr().String(), g.Host(), 0, false, reason)
+	p.sconfig.Log.WithFields(fields).Warn(tunnelRefused)
+}
+
+func splitHostPort(authority string) (string, int) {
+	host, portText, err := net.SplitHostPort(authority)
+	if err != nil {
+		return authority, 0
+	}
+	port, _ := strconv.Atoi(portText)
+	return host, port
+}
