@@ -3,7 +3,7 @@
 # The images are those `make images` built into the OCI layout ($SANDBOXD_CACHE/oci); each is copied as it is
 # (same manifest, same digest) into an OCI archive named by the release's repository and tag.
 #
-#   images/<name>.oci.tar     sandboxd, snippet-sandbox, agent-base (the tool runner for agents' images)
+#   images/<name>.oci.tar     sandboxd, snippet-sandbox, agent-base (the tool runner for agents' images), egress-proxy
 #   images.txt                "<name> <repository>@<digest> <tag> <archive>" per image
 #   sbom/<name>.cdx.json      CycloneDX 1.6 bill of materials per image (release/sbom.py)
 #   signatures/<name>.manifest.json, <name>.sig   the manifest and its simple-signing signature (skopeo standalone-sign)
@@ -26,7 +26,7 @@ case $out in /*) ;; *) out=$repo/$out ;; esac
 version=${RELEASE_VERSION:-$(sed -n '0,/<version>/s:.*<version>\(.*\)</version>.*:\1:p' "$repo/pom.xml")}
 prefix=${RELEASE_REPOSITORY:-sandboxd.local}
 prefix=${prefix%/}
-images=(sandboxd snippet-sandbox agent-base)   # tags in the OCI layout, and the images' names in the release
+images=(sandboxd snippet-sandbox agent-base egress-proxy)   # tags in the OCI layout, and the images' names in the release
 MVN=${MVN:-mvn -B -ntp -Dstyle.color=never}
 
 log() { echo "[release] $*"; }
@@ -95,9 +95,11 @@ done
 # --- bills of materials -----------------------------------------------------------------------------------------------
 log "Java dependencies of sandboxd (cyclonedx-maven-plugin)"
 (cd "$repo" && $MVN -q -pl service cyclonedx:makeBom) || die "cyclonedx:makeBom failed"
+declare -A go_binary=([egress-proxy]=/sandboxd-egress)   # Go programs, whose modules the BOM lists
 for name in "${images[@]}"; do
   python3 "$here/sbom.py" --layout "$layout" --tag "$name" --repository "$prefix/$name" --version "$version" \
-    --maven-bom "$repo/service/target/bom.json" --out "$out/sbom/$name.cdx.json"
+    --maven-bom "$repo/service/target/bom.json" ${go_binary[$name]:+--go-binary "${go_binary[$name]}"} \
+    --out "$out/sbom/$name.cdx.json"
 done
 flock -u 9
 
@@ -115,7 +117,8 @@ cp "$repo/toolrunner/Dockerfile.agent" "$out/"
 cp -rL "$repo/charts/sandboxd" "$tmp/sandboxd"
 python3 "$here/chart_values.py" "$tmp/sandboxd/values.yaml" \
   image "$prefix/sandboxd" "$version" "${digest[sandboxd]}" \
-  snippet.image "$prefix/snippet-sandbox" "$version" "${digest[snippet-sandbox]}"
+  snippet.image "$prefix/snippet-sandbox" "$version" "${digest[snippet-sandbox]}" \
+  tool.egress.proxy.image "$prefix/egress-proxy" "$version" "${digest[egress-proxy]}"
 "$helm" lint --quiet "$tmp/sandboxd" >/dev/null
 "$helm" package "$tmp/sandboxd" --version "$version" --app-version "$version" -d "$out" \
   --sign --key "$key_uid" --keyring "$tmp/secring.gpg" "${helm_pass[@]}" >/dev/null

@@ -38,7 +38,7 @@ while read -r name ref tag archive; do
   pushed[$name]=$digest
   log "$target:$tag = $digest (as in the release)"
 done < "$dir/images.txt"
-for name in sandboxd snippet-sandbox; do [ -n "${pushed[$name]:-}" ] || die "the release lacks $name"; done
+for name in sandboxd snippet-sandbox egress-proxy; do [ -n "${pushed[$name]:-}" ] || die "the release lacks $name"; done
 
 mkdir -p "$(dirname "$values")"
 cat > "$values" <<YAML
@@ -50,5 +50,11 @@ snippet:
   image:
     repository: $registry/snippet-sandbox
     digest: ${pushed[snippet-sandbox]}
+tool:
+  egress:
+    proxy:
+      image:
+        repository: $registry/egress-proxy
+        digest: ${pushed[egress-proxy]}
 YAML
 log "chart values for these images: $values (helm install ... -f $values)"

@@ -7,12 +7,15 @@ What is in it, each from the image itself (not from what the build meant to put 
   - the JRE when there is one (/opt/java/release of the jlink'ed Temurin: version, vendor, modules);
   - the Java dependencies: the jars of /app/libs, each matched to its component in the Maven BOM
     (cyclonedx-maven-plugin, --maven-bom) with its purl, hashes and licences; a jar the Maven BOM lacks fails the run;
+  - the Go modules a Go program was built from (--go-binary: its path in the image; `go version -m` reads the build
+    information the Go linker embeds in the binary), purl pkg:golang/<module>@<version>, and the Go toolchain;
   - the Python packages installed with metadata (*.dist-info: crusoe-adk), and the project's own Python programs
     shipped as files (/opt/sandboxd: sandbox_executor, the probe and the isolation gate), each file with its SHA-256.
 The BOM's subject (metadata.component) is the image: its repository, tag and manifest digest.
 
 Standard library only. Usage:
   sbom.py --layout DIR --tag TAG --repository REPO --version TAG --out FILE [--maven-bom bom.json]
+          [--go-binary /PATH]
 """
 import argparse
 import datetime
@@ -24,8 +27,10 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 import sys
 import tarfile
+import tempfile
 import urllib.parse
 import uuid
 
@@ -65,11 +70,11 @@ INTERESTING = [
 ]
 
 
-def interesting(path):
-    return any(fnmatch.fnmatchcase(path, p) for p in INTERESTING)
+def interesting(path, extra):
+    return path in extra or any(fnmatch.fnmatchcase(path, p) for p in INTERESTING)
 
 
-def read_rootfs(layout, manifest):
+def read_rootfs(layout, manifest, extra=()):
     """Regular files of interest as the image's merged root filesystem has them (later layers win, whiteouts)."""
     files = {}
     for layer in manifest["layers"]:
@@ -90,7 +95,7 @@ def read_rootfs(layout, manifest):
                     for p in gone:
                         del files[p]
                     continue
-                if not interesting(path):
+                if not interesting(path, extra):
                     continue
                 if member.isfile():
                     files[path] = tar.extractfile(member).read()
@@ -267,6 +272,35 @@ def python_components(files, version):
     return out
 
 
+def go_components(binary, path):
+    """The Go program at PATH in the image: its main module, every module it was built from, the Go toolchain."""
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(binary)
+        f.flush()
+        try:
+            info = json.loads(subprocess.run(["go", "version", "-m", "-json", f.name], check=True,
+                                             capture_output=True, text=True).stdout)
+        except (OSError, subprocess.CalledProcessError, ValueError) as e:
+            sys.exit(f"sbom: no Go build information in /{path} ({e}): is it a Go binary, and is go on PATH?")
+
+    def module(m, kind):
+        purl = f"pkg:golang/{m['Path']}@{m.get('Version', '(devel)')}"
+        comp = {"type": kind, "bom-ref": purl, "name": m["Path"], "version": m.get("Version", "(devel)"),
+                "purl": purl, "properties": [{"name": "sandboxd:path", "value": "/" + path}]}
+        if m.get("Sum"):
+            comp["properties"].append({"name": "go:sum", "value": m["Sum"]})
+        return comp
+
+    main_module = module(info["Main"], "application")
+    main_module["hashes"] = sha256(binary)
+    toolchain = info["GoVersion"].removeprefix("go")
+    out = [main_module, {"type": "platform", "bom-ref": "golang:" + toolchain, "name": "go", "version": toolchain,
+                         "description": "the Go toolchain and standard library the program was built with",
+                         "purl": f"pkg:golang/stdlib@{toolchain}"}]
+    out += [module(m.get("Replace") or m, "library") for m in sorted(info.get("Deps", []), key=lambda m: m["Path"])]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--layout", required=True)
@@ -274,11 +308,13 @@ def main():
     ap.add_argument("--repository", required=True, help="the repository the release names the image by")
     ap.add_argument("--version", required=True, help="the release's tag of the image")
     ap.add_argument("--maven-bom")
+    ap.add_argument("--go-binary", help="the path in the image of a Go program whose modules the BOM lists")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
     digest, manifest = manifest_of(a.layout, a.tag)
-    files = read_rootfs(a.layout, manifest)
+    go_binary = norm(a.go_binary) if a.go_binary else None
+    files = read_rootfs(a.layout, manifest, {go_binary} if go_binary else set())
     osr = os_release(files)
     distro = f"debian-{osr['VERSION_ID']}" if osr.get("ID") == "debian" and osr.get("VERSION_ID") else ""
 
@@ -296,6 +332,10 @@ def main():
     java, dependencies, maven_tools = maven_components(files, a.maven_bom)
     components += java
     components += python_components(files, a.version)
+    if go_binary:
+        if go_binary not in files:
+            sys.exit(f"sbom: the image has no file /{go_binary}")
+        components += go_components(files[go_binary], go_binary)
 
     name = a.repository.rsplit("/", 1)[-1]
     purl = (f"pkg:oci/{name}@{urllib.parse.quote(digest, safe='')}"

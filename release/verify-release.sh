@@ -66,7 +66,7 @@ while read -r name ref tag archive; do
   repo_of[$name]=$repository; digest_of[$name]=$digest
   ok "$name $repository:$tag @ $digest: archive, signature, bill of materials"
 done < "$dir/images.txt"
-for name in sandboxd snippet-sandbox agent-base; do [ -n "${digest_of[$name]:-}" ] || die "images.txt lacks $name"; done
+for name in sandboxd snippet-sandbox agent-base egress-proxy; do [ -n "${digest_of[$name]:-}" ] || die "images.txt lacks $name"; done
 
 # 3. the chart's provenance
 chart=$(ls "$dir"/sandboxd-*.tgz)
@@ -75,11 +75,13 @@ ok "$(basename "$chart"): $(grep -m1 -i 'signed by' "$tmp/hv" || echo 'provenanc
 
 # 4. the chart names the archives' digests, in its values and in what it renders
 "$helm" show values "$chart" > "$tmp/values.yaml"
-python3 - "$tmp/values.yaml" "${repo_of[sandboxd]}" "${digest_of[sandboxd]}" "${repo_of[snippet-sandbox]}" "${digest_of[snippet-sandbox]}" <<'EOF' || die "the chart's values do not name the release's images"
+python3 - "$tmp/values.yaml" "${repo_of[sandboxd]}" "${digest_of[sandboxd]}" "${repo_of[snippet-sandbox]}" "${digest_of[snippet-sandbox]}" \
+  "${repo_of[egress-proxy]}" "${digest_of[egress-proxy]}" <<'EOF' || die "the chart's values do not name the release's images"
 import re, sys
 lines, want = open(sys.argv[1]).read().split("\n"), {
     "image.repository": sys.argv[2], "image.digest": sys.argv[3],
-    "snippet.image.repository": sys.argv[4], "snippet.image.digest": sys.argv[5]}
+    "snippet.image.repository": sys.argv[4], "snippet.image.digest": sys.argv[5],
+    "tool.egress.proxy.image.repository": sys.argv[6], "tool.egress.proxy.image.digest": sys.argv[7]}
 stack, got = [], {}
 for line in lines:
     m = re.match(r"^(\s*)([A-Za-z0-9_.\-]+):\s*(.*)$", line)
@@ -94,8 +96,11 @@ EOF
 # Rendered as for the oldest Kubernetes the chart supports (its kubeVersion): no cluster is needed here, and helm's
 # own default version is older than any the chart accepts.
 kube_min=$("$helm" show chart "$chart" | sed -n "s/^kubeVersion: *['\"]*>= *\([0-9][0-9.]*\).*/\1/p")
-rendered=$("$helm" template sandboxd "$chart" -n cai-system --kube-version "${kube_min:?the chart names no kubeVersion}")
+# One egress profile, so that the chart deploys its egress proxy too.
+rendered=$("$helm" template sandboxd "$chart" -n cai-system --kube-version "${kube_min:?the chart names no kubeVersion}" \
+  --set 'tool.egress.profiles.check.hosts[0]=example.com' --set 'tool.egress.profiles.check.ports[0]=443')
 grep -qE "^ *image: \"?${repo_of[sandboxd]}@${digest_of[sandboxd]}\"?$" <<< "$rendered" || die "the chart does not render sandboxd as ${repo_of[sandboxd]}@${digest_of[sandboxd]}"
 grep -qE "^ *image: \"?${repo_of[snippet-sandbox]}@${digest_of[snippet-sandbox]}\"?$" <<< "$rendered" || die "the chart does not render the snippet sandbox by digest"
-ok "the chart's values and rendered pods name sandboxd and snippet-sandbox by the archives' digests"
+grep -qE "^ *image: \"?${repo_of[egress-proxy]}@${digest_of[egress-proxy]}\"?$" <<< "$rendered" || die "the chart does not render the egress proxy by digest"
+ok "the chart's values and rendered pods name sandboxd, snippet-sandbox and egress-proxy by the archives' digests"
 echo "[verify] release $(basename "$chart" .tgz) in $dir verified"
