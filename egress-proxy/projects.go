@@ -33,6 +33,7 @@ const byIP = "ip"
 // newProjects watches the namespace's tool pods when running in a cluster; elsewhere (tests) every project is unknown.
 func newProjects(namespace string, stop <-chan struct{}) projects {
 	if os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		log.Printf("egress proxy: not in a cluster: projects are logged as unknown")
 		return noProjects{}
 	}
 	config, err := rest.InClusterConfig()
@@ -58,6 +59,11 @@ func newProjects(namespace string, stop <-chan struct{}) projects {
 		return noProjects{}
 	}
 	factory.Start(stop)
+	go func() {
+		if cache.WaitForCacheSync(stop, informer.HasSynced) {
+			log.Printf("egress proxy: watching the tool pods of %s for their projects", namespace)
+		}
+	}()
 	return &podProjects{indexer: informer.GetIndexer()}
 }
 

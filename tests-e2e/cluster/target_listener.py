@@ -35,11 +35,27 @@ class NameTheTargetOverTls(socketserver.BaseRequestHandler):
         context = self.server.tls_context(seen)
         try:
             with context.wrap_socket(self.request, server_side=True) as tls:
+                read_request_head(tls)  # a close with the request unread would reset the connection
                 body = f"sbx-target {local} sni={seen.get('sni')}\n".encode()
                 tls.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
                             + str(len(body)).encode() + b"\r\n\r\n" + body)
         except (ssl.SSLError, OSError):
             pass
+
+
+def read_request_head(sock, timeout_s=2.0):
+    """Reads what the client sent first, up to the end of a request head (or a short wait: some send nothing)."""
+    sock.settimeout(timeout_s)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data and len(data) < 65536:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except (socket.timeout, ssl.SSLError, OSError):
+        pass
+    return data
 
 
 def tls_contexts():

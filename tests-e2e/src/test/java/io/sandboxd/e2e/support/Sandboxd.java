@@ -166,6 +166,8 @@ public final class Sandboxd {
                     // by one test's burst would hold more pods (and cores) through the next ones. The default pool that
                     // follows demand is measured by make bench (DemandBurstBenchmark, ThroughputBenchmark's steady rate).
                     "--set", "snippet.poolMax=null",
+                    // Two egress profiles over the simulated targets (EgressProfileIT): the egress proxy is deployed.
+                    "-f", Env.repo().resolve("tests-e2e/scripts/egress-profiles.yaml").toString(),
                     "--wait", "--timeout", "5m"));
             if (!Env.imageValues().isEmpty()) {
                 helm.addAll(List.of("-f", Env.imageValues()));
