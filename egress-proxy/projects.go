@@ -49,12 +49,7 @@ func newProjects(namespace string, stop <-chan struct{}) projects {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "sandboxd.io/kind=tool" }))
 	informer := factory.Core().V1().Pods().Informer()
-	if err := informer.AddIndexers(cache.Indexers{byIP: func(obj interface{}) ([]string, error) {
-		if pod, ok := obj.(*corev1.Pod); ok && pod.Status.PodIP != "" {
-			return []string{pod.Status.PodIP}, nil
-		}
-		return nil, nil
-	}}); err != nil {
+	if err := informer.AddIndexers(cache.Indexers{byIP: podIP}); err != nil {
 		log.Printf("egress proxy: %v: projects are logged as unknown", err)
 		return noProjects{}
 	}
@@ -67,6 +62,17 @@ func newProjects(namespace string, stop <-chan struct{}) projects {
 	return &podProjects{indexer: informer.GetIndexer()}
 }
 
+// podIP indexes a pod by the address in its status.
+func podIP(obj interface{}) ([]string, error) {
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Status.PodIP != "" {
+		return []string{pod.Status.PodIP}, nil
+	}
+	return nil, nil
+}
+
+// of names the pod that holds ip now: one not yet ended (a pod that ended keeps its address in its status, which a
+// new pod may hold again). Not only a Running one: sandboxd calls a tool pod as soon as it answers, often before the
+// kubelet has reported it Running, so the pod making the connection may still read Pending.
 func (p *podProjects) of(ip string) (string, string) {
 	objects, err := p.indexer.ByIndex(byIP, ip)
 	if err != nil {
@@ -74,12 +80,13 @@ func (p *podProjects) of(ip string) (string, string) {
 	}
 	for _, obj := range objects {
 		pod := obj.(*corev1.Pod)
-		if pod.Status.Phase == corev1.PodRunning {
-			if project := pod.Annotations["sandboxd.io/project"]; project != "" {
-				return project, pod.Name
-			}
-			return "unknown", pod.Name
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
 		}
+		if project := pod.Annotations["sandboxd.io/project"]; project != "" {
+			return project, pod.Name
+		}
+		return "unknown", pod.Name
 	}
 	return "unknown", ""
 }

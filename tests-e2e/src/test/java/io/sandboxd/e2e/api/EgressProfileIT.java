@@ -45,6 +45,7 @@ class EgressProfileIT {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String PROXY = "sandboxd-egress";
     private static final String TARGET = "sbx-target " + Env.PUBLIC_TARGET;
+    private static final String PROJECT = "e2e-egress";
     private static Sandboxd sandboxd;
     private static String proxyIp;
     private static Map<String, Integer> proxyPorts;
@@ -140,8 +141,9 @@ class EgressProfileIT {
     }
 
     /**
-     * Every decision is logged with its profile, host and verdict. The project field is written (from the tool pod's
-     * address) but not asserted: on the e2e cluster it reads "unknown" (issue 27 keeps that open).
+     * Every decision is logged with its profile, host and verdict, and the project and pod the proxy found by the
+     * connection's source address (never from the client). Mutation: the lookup taking only Running pods (the tool pod
+     * is called before the kubelet reports it Running) logs the project "unknown" and no pod, and this fails.
      */
     @Test
     void theProxyLogsEachDecision() throws IOException {
@@ -165,7 +167,8 @@ class EgressProfileIT {
 
     private static boolean decision(JsonNode line, String decision, String host) {
         return decision.equals(line.path("decision").asText()) && host.equals(line.path("host").asText())
-                && "weather".equals(line.path("profile").asText()) && line.has("project");
+                && "weather".equals(line.path("profile").asText()) && PROJECT.equals(line.path("project").asText())
+                && line.path("pod").asText().startsWith("tool-");
     }
 
     /** One way out: the case the program tries, and whether (and with what) the far end must answer. */
@@ -227,7 +230,7 @@ class EgressProfileIT {
     }
 
     private static String token(String egress) {
-        return sandboxd.minter().mint("e2e-egress", "e2e-agent", Sandboxd.AGENT_IMAGE, "sandboxd",
+        return sandboxd.minter().mint(PROJECT, "e2e-agent", Sandboxd.AGENT_IMAGE, "sandboxd",
                                       Duration.ofMinutes(10), null, egress);
     }
 
