@@ -2,8 +2,8 @@
 """Tries to escape from inside a sandbox pod (standard library only).
 
 Prints one JSON line per check, {"check", "blocked", "detail"}, and exits 1 if any escape succeeded
-or any positive control (--tcp-allowed, --dns-allowed) was blocked, which would make the other
-results meaningless. Used by the e2e suite and the chart's `helm test`.
+or any positive control (--tcp-allowed, --open, --proxy-open, --dns-allowed) was blocked, which would
+make the other results meaningless. Used by the e2e suite and the chart's `helm test`.
 
 With --runtime-class or --expect-kernel it first prints the pod's runtime, one line
 {"check": "runtime", "runtimeClassName", "kernel", "gvisor", "expectKernel", "ok"}: the RuntimeClass the
@@ -21,6 +21,10 @@ report, not an escape check: "ok" is false, and the exit code 1, only when --exp
   --closed-unless-self CHANNEL:TARGET
                            as --closed, skipped when TARGET is this pod's own address (another sandbox
                            picked from a list that may hold this one)
+  --proxy-open HOST:PORT   a raw CONNECT HOST:PORT through the proxy of $HTTPS_PROXY must get status
+                           200 (repeatable; positive control: the egress profile allows HOST:PORT)
+  --proxy-closed HOST:PORT that CONNECT must not get 200: another status (the proxy refused), or no
+                           answer (repeatable)
   --ipv6-sweep PORTS       the attacker's IPv6 link-local sweep: ARP for every address of this pod's
                            /24 and of the gateway's /24 (and --sweep-also), turn each MAC found into
                            its EUI-64 fe80:: address, then TCP to each of PORTS (comma-separated) and
@@ -46,6 +50,7 @@ import os
 import socket
 import sys
 import threading
+import urllib.parse
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -69,6 +74,33 @@ def check_channel(spec, timeout_s):
     """(blocked, detail) for one channels.attempt: blocked when nothing answered."""
     attempt = channels.attempt(spec, timeout_s)
     return not attempt.answered, attempt.detail
+
+
+def check_proxy_connect(target, timeout_s, proxy_url=None):
+    """(blocked, detail) for a raw CONNECT to HOST:PORT through the HTTP proxy of $HTTPS_PROXY (or proxy_url):
+    open only when the proxy's status line says 200 (it opened the tunnel); nothing is sent through it."""
+    proxy_url = proxy_url or os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+    if not proxy_url:
+        raise ValueError("no proxy: HTTPS_PROXY is not set")
+    proxy = urllib.parse.urlsplit(proxy_url)
+    request = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode("ascii")
+    reply = b""
+    try:
+        with socket.create_connection((proxy.hostname, proxy.port or 80), timeout=timeout_s) as connection:
+            connection.sendall(request)
+            while b"\r\n" not in reply and len(reply) < 4096:
+                chunk = connection.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+    except OSError as error:
+        return True, f"proxy {proxy.netloc}: {describe(error)}"
+    status_line = reply.split(b"\r\n", 1)[0].decode("latin-1")
+    if not status_line:
+        return True, f"proxy {proxy.netloc} closed the connection without a status line"
+    parts = status_line.split()
+    opened = len(parts) >= 2 and parts[0].startswith("HTTP/") and parts[1] == "200"
+    return not opened, f"proxy {proxy.netloc} answered {status_line!r}"
 
 
 def check_ipv6_sweep(ports, also, timeout_s):
@@ -192,6 +224,8 @@ def parse_arguments(argv):
     parser.add_argument("--closed", action="append", default=[], metavar="CHANNEL:TARGET")
     parser.add_argument("--open", action="append", default=[], metavar="CHANNEL:TARGET")
     parser.add_argument("--closed-unless-self", action="append", default=[], metavar="CHANNEL:TARGET")
+    parser.add_argument("--proxy-open", action="append", default=[], metavar="HOST:PORT")
+    parser.add_argument("--proxy-closed", action="append", default=[], metavar="HOST:PORT")
     parser.add_argument("--ipv6-sweep", metavar="PORTS")
     parser.add_argument("--sweep-also", action="append", default=[], metavar="IP")
     parser.add_argument("--no-sa-token", action="store_true")
@@ -226,6 +260,10 @@ def selected_checks(arguments):
                 checks.append((f"closed-unless-self {spec}", True, lambda x=spec: check_channel(x, timeout_s)))
     for spec in arguments.open:
         checks.append((f"open {spec}", False, lambda x=spec: check_channel(x, timeout_s)))
+    for target in arguments.proxy_open:
+        checks.append((f"proxy-open {target}", False, lambda t=target: check_proxy_connect(t, timeout_s)))
+    for target in arguments.proxy_closed:
+        checks.append((f"proxy-closed {target}", True, lambda t=target: check_proxy_connect(t, timeout_s)))
     if arguments.ipv6_sweep:
         ports = [int(p) for p in arguments.ipv6_sweep.split(",") if p]
         checks.append(("ipv6-sweep", True, lambda: check_ipv6_sweep(ports, arguments.sweep_also, timeout_s)))

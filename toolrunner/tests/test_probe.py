@@ -3,6 +3,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -12,10 +13,10 @@ from sandbox_probe import CLONE_NEWNS, check_readonly_root, check_unshare, is_gv
 PROBE = TOOLRUNNER_DIR / "probe" / "sandbox_probe.py"
 
 
-def probe(*flags):
-    """(exit code, [result lines])"""
+def probe(*flags, env=None):
+    """(exit code, [result lines]); env: variables to add to the probe's environment."""
     completed = subprocess.run([sys.executable, str(PROBE), *flags], capture_output=True, text=True,
-                               timeout=20)
+                               timeout=20, env={**os.environ, **(env or {})})
     return completed.returncode, [json.loads(line) for line in completed.stdout.splitlines()]
 
 
@@ -65,6 +66,72 @@ def test_dns():
         ("dns no-such-name.invalid", True), ("dns-allowed localhost", False)]
     code, _lines = probe("--dns", "localhost")
     assert code == 1
+
+
+@pytest.fixture
+def egress_proxy():
+    """A stand-in for the egress proxy on a free port: answers a CONNECT to allowed.example:443 with 200 (and then
+    closes: nothing goes through), any other with 407, as smokescreen refuses a host or port not on the profile.
+    Yields (its URL, the CONNECT lines it got)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    requests = []
+
+    def serve():
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    chunk = connection.recv(4096)
+                    if not chunk:
+                        break
+                    request += chunk
+                line = request.split(b"\r\n", 1)[0].decode()
+                requests.append(line)
+                allowed = line == "CONNECT allowed.example:443 HTTP/1.1"
+                connection.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n" if allowed
+                                   else b"HTTP/1.1 407 Request Rejected by Proxy\r\nContent-Length: 0\r\n\r\n")
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}", requests
+    listener.close()
+
+
+def test_proxy_checks_connect_through_https_proxy_and_only_200_is_open(egress_proxy):
+    url, requests = egress_proxy
+    code, lines = probe("--proxy-open", "allowed.example:443",
+                        "--proxy-closed", "sandboxd-probe-not-listed.invalid:443",
+                        "--proxy-closed", "allowed.example:8443", env={"HTTPS_PROXY": url})
+    assert code == 0, lines
+    assert [(line["check"], line["blocked"]) for line in lines] == [
+        ("proxy-open allowed.example:443", False), ("proxy-closed sandboxd-probe-not-listed.invalid:443", True),
+        ("proxy-closed allowed.example:8443", True)]
+    assert "200 Connection established" in lines[0]["detail"] and "407" in lines[1]["detail"], lines
+    assert sorted(requests) == sorted(f"CONNECT {t} HTTP/1.1" for t in (
+        "allowed.example:443", "sandboxd-probe-not-listed.invalid:443", "allowed.example:8443"))
+    # A proxy that opens what must stay closed, or refuses the profile's own host: each fails the probe.
+    code, lines = probe("--proxy-closed", "allowed.example:443", env={"HTTPS_PROXY": url})
+    assert code == 1 and lines[0]["blocked"] is False, lines
+    code, lines = probe("--proxy-open", "other.example:443", env={"https_proxy": url})
+    assert code == 1 and lines[0]["blocked"] is True, lines
+
+
+def test_a_proxy_that_does_not_answer_opens_nothing_and_no_proxy_proves_nothing(silent_tcp_target):
+    silent = {"HTTPS_PROXY": f"http://{silent_tcp_target}"}
+    code, lines = probe("--proxy-closed", "allowed.example:443", "--timeout", "0.5", env=silent)
+    assert code == 0 and lines[0]["blocked"] is True, lines
+    code, lines = probe("--proxy-open", "allowed.example:443", "--timeout", "0.5", env=silent)
+    assert code == 1 and lines[0]["blocked"] is True, lines
+    unset = {name: "" for name in ("HTTPS_PROXY", "https_proxy")}
+    for flag in ("--proxy-open", "--proxy-closed"):
+        code, lines = probe(flag, "allowed.example:443", env=unset)
+        assert code == 1 and "HTTPS_PROXY is not set" in lines[0]["detail"], lines
 
 
 def test_service_account_token_and_seccomp_reflect_this_host():

@@ -2,26 +2,36 @@
 """`helm test` probe runner for sandboxd (standard library only).
 
 Creates, in the sandbox namespace, one snippet-kind and one tool-kind pod hardened exactly like
-sandboxd's (config.json carries the manifests the chart rendered), each running
-/opt/sandboxd/probe/sandbox_probe.py with the escape checks of its kind; waits for them, prints
-their JSON-lines reports, deletes them, and exits non-zero unless every probe pod was admitted,
-ran and reported no successful escape.
+sandboxd's (config.json carries the manifests the chart rendered), and one tool pod per egress profile
+(tool.egress.profiles), each running /opt/sandboxd/probe/sandbox_probe.py with the escape checks of its
+kind; waits for them, prints their JSON-lines reports, deletes them, and exits non-zero unless every
+probe pod was admitted, ran and reported no successful escape.
+
+A profiled tool pod has no DNS, so its proxy variables (HTTPS_PROXY, HTTP_PROXY and lower case) carry
+the egress proxy Service's ClusterIP, as sandboxd sets them: the runner resolves the Service's name
+(config "egressProxy": {"host", "port"}) and fills them in before creating the pod. Its checks, from
+the chart: a CONNECT through the proxy to each exact host of the profile must get 200, one to a name
+not on the list or to a listed host on a port not in the profile must not.
 
 The network cells are a bounded subset of the e2e suite's truth table, generated the same way: the
 NetworkPolicies of the sandbox namespace, as the cluster holds them, judged by the same model
 (netpol_model.py) for each probe pod against every configured target and cluster DNS on each of
 their channels, give each cell open or closed, and the probe pod measures it. The claims are read
-off those verdicts first (a snippet's cells are all closed; a tool's are open exactly to the public
-target's port and cluster DNS), so a policy that lost a rule fails as surely as enforcement that
-differs from the policies. A destination's own ingress rules are not read (outside the sandbox
-namespace, which is all the probe account may list): its cells are judged by the source's egress.
+off those verdicts first (a snippet's cells are all closed, and so are a profiled tool's, which
+reaches nothing but the proxy; a tool's are open exactly to the public target's port and cluster
+DNS), so a policy that lost a rule fails as surely as enforcement that differs from the policies. A
+destination's own ingress rules are not read (outside the sandbox namespace, which is all the probe
+account may list): its cells are judged by the source's egress.
 
 Usage: run_probe.py CONFIG.json                          (in the probe pod, with its token)
        run_probe.py --dry-run CONFIG.json POLICIES.json  (print the pod manifests it would create,
-                                                          judged against those policies, as JSON)
+                                                          judged against those policies, as JSON; a
+                                                          proxy Service name that does not resolve
+                                                          there gives the placeholder 192.0.2.1)
 """
 import json
 import os
+import socket
 import ssl
 import sys
 import time
@@ -33,6 +43,9 @@ import netpol_model
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 POLL_SECONDS = 2
+PROXY_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
+# What --dry-run puts in the proxy variables when the proxy Service's name does not resolve (TEST-NET-1).
+DRY_RUN_PROXY_IP = "192.0.2.1"
 
 
 class KubeApi:
@@ -93,33 +106,66 @@ def cells(pod, destinations, policies):
     return judged
 
 
-def claim_failures(kind, judged, public_cells):
-    """What the policies themselves get wrong: a snippet reaches nothing; a tool exactly the public
-    target's port and cluster DNS."""
-    open_cells = sorted(name for _, name, verdict in judged if verdict)
-    if kind == "snippet":
+def probe_name(probe):
+    """How the runner names a probe pod: its kind, and a tool's egress profile."""
+    return "%s (egress profile %s)" % (probe["kind"], probe["egress"]) if probe.get("egress") else probe["kind"]
+
+
+def claim_failures(name, kind, judged, public_cells, profiled=False):
+    """What the policies themselves get wrong: a snippet reaches nothing, nor does a tool with an egress
+    profile directly (only through the proxy); a tool exactly the public target's port and cluster DNS."""
+    open_cells = sorted(cell for _, cell, verdict in judged if verdict)
+    if kind == "snippet" or profiled:
         want = []
     else:
-        want = sorted(name for _, name, _ in judged if name.startswith("cluster DNS ") or name in public_cells)
+        want = sorted(cell for _, cell, _ in judged if cell.startswith("cluster DNS ") or cell in public_cells)
     if open_cells != want:
-        return ["%s: the policies open %s, but a %s may reach %s" % (kind, open_cells or "nothing", kind, want or "nothing")]
+        who, reach = ("profiled tool", "nothing directly") if profiled else (kind, want or "nothing")
+        return ["%s: the policies open %s, but a %s may reach %s" % (name, open_cells or "nothing", who, reach)]
     return []
 
 
-def build_pods(config, policies):
-    """The probe pods with their checks filled in, in config order, and what the policies get wrong."""
+def resolve(host, port):
+    """The first address of HOST as a URL host ([v6] in brackets); raises OSError if it does not resolve."""
+    address = str(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0])
+    return "[%s]" % address if ":" in address else address
+
+
+def resolve_or_placeholder(host, port):
+    """--dry-run's resolve: the placeholder where the proxy Service's name does not resolve (outside the cluster)."""
+    try:
+        return resolve(host, port)
+    except OSError:
+        return DRY_RUN_PROXY_IP
+
+
+def build_pods(config, policies, resolve_proxy=resolve):
+    """The probe pods with their checks filled in, in config order, and what the policies get wrong (or
+    what kept a pod from being built: a proxy Service name that does not resolve)."""
     pods, failures = [], []
     for probe in config["probes"]:
+        name = probe_name(probe)
         args = list(probe["args"])
         judged = cells(probe["pod"], config["destinations"], policies)
-        failures += claim_failures(probe["kind"], judged, config["publicCells"])
+        failures += claim_failures(name, probe["kind"], judged, config["publicCells"], bool(probe.get("egress")))
         for cell, _, verdict in judged:
             args += ["--open" if verdict else "--closed", cell]
         if probe.get("checkApiServer"):
             args += ["--tcp", api_server_target()]
         pod = json.loads(json.dumps(probe["pod"]))
-        pod["spec"]["containers"][0]["args"] = args
-        pods.append((probe["kind"], pod))
+        container = pod["spec"]["containers"][0]
+        container["args"] = args
+        proxy = probe.get("egressProxy")
+        if proxy:
+            try:
+                url = "http://%s:%d" % (resolve_proxy(proxy["host"], proxy["port"]), proxy["port"])
+            except OSError as e:
+                failures.append("%s: could not resolve the egress proxy Service %s: %s" % (name, proxy["host"], e))
+                continue
+            for variable in container.get("env", []):
+                if variable["name"] in PROXY_ENV:
+                    variable["value"] = url
+        pods.append((name, pod))
     return pods, failures
 
 
@@ -166,39 +212,40 @@ def run(config):
     policies = api.call("GET", "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies" % namespace)["items"]
     pods, failures = build_pods(config, policies)
     try:
-        for kind, pod in pods:
-            say("creating %s probe pod with checks: %s" % (kind, " ".join(pod["spec"]["containers"][0]["args"])))
+        for label, pod in pods:
+            say("creating %s probe pod with checks: %s" % (label, " ".join(pod["spec"]["containers"][0]["args"])))
             try:
                 made = api.call("POST", "/api/v1/namespaces/%s/pods" % namespace, pod)
             except urllib.error.HTTPError as e:
-                failures.append("%s probe pod was not admitted: %s" % (kind, http_error_text(e)))
+                failures.append("%s probe pod was not admitted: %s" % (label, http_error_text(e)))
                 continue
-            created.append((kind, made["metadata"]["name"]))
+            created.append((label, made["metadata"]["name"]))
 
         deadline = time.monotonic() + config["timeoutSeconds"]
-        for kind, name in created:
+        for label, name in created:
             phase, exit_code, reason = wait_until_done(api, namespace, name, deadline)
             try:
                 log = api.call("GET", "/api/v1/namespaces/%s/pods/%s/log?container=probe" % (namespace, name), text=True)
             except urllib.error.HTTPError as e:
                 log = "(no log: %s)" % http_error_text(e)
             for line in log.splitlines():
-                say("[%s] %s" % (kind, line))
+                say("[%s] %s" % (label, line))
             if phase != "Succeeded" or exit_code != 0:
-                failures.append("%s probe pod %s ended %s, exit code %s %s" % (kind, name, phase, exit_code, reason))
+                failures.append("%s probe pod %s ended %s, exit code %s %s" % (label, name, phase, exit_code, reason))
     finally:
-        for kind, name in created:
+        for label, name in created:
             try:
                 api.call("DELETE", "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=0" % (namespace, name))
             except urllib.error.HTTPError as e:
                 if e.code != 404:
-                    say("could not delete %s probe pod %s: %s" % (kind, name, http_error_text(e)))
+                    say("could not delete %s probe pod %s: %s" % (label, name, http_error_text(e)))
 
     if failures:
         for failure in failures:
             say("FAIL: " + failure)
         return 1
-    say("PASS: every escape check was refused in the snippet and tool sandboxes")
+    say("PASS: every escape check was refused in the snippet and tool sandboxes%s" % (
+        " and each egress profile's" if any(p.get("egress") for p in config["probes"]) else ""))
     return 0
 
 
@@ -212,7 +259,7 @@ def main(argv):
         config = json.load(f)
     if dry_run:
         with open(paths[1]) as f:
-            pods, failures = build_pods(config, json.load(f))
+            pods, failures = build_pods(config, json.load(f), resolve_or_placeholder)
         print(json.dumps({"pods": [pod for _, pod in pods], "failures": failures}, indent=2))
         return 0
     return run(config)

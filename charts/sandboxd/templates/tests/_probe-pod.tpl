@@ -1,6 +1,6 @@
 {{/*
 The helm-test probe's sandbox pods (tests/probe-configmap.yaml hands them to the probe runner): one pod per
-sandbox kind, hardened exactly like the pods sandboxd creates (PodHardening; ProbeHardeningTest holds the two
+sandbox kind and one per egress profile, hardened exactly like the pods sandboxd creates (PodHardening; ProbeHardeningTest holds the two
 alike). Only the probe uses the templates in this file.
 */}}
 
@@ -69,18 +69,24 @@ ephemeral-storage: {{ .ephemeralStorage | toString | quote }}
 
 {{/*
 A helm-test probe pod for one sandbox kind ("snippet" or "tool"), hardened exactly like the pods
-sandboxd creates. The probe runner fills in the container args.
+sandboxd creates (dict "ctx" $ "kind" KIND ["egress" PROFILE]). A tool pod with "egress" is one of that
+egress profile (D11) as sandboxd makes it: the label sandboxd.io/egress, the gate that sees cluster DNS
+closed (kind profiledTool) and the proxy variables, whose value (http://<the proxy Service's
+ClusterIP>:<the profile's port>) the probe runner fills in. The probe runner fills in the container args.
 */}}
 {{- define "sandboxd.probeSandboxPod" -}}
 {{- $ := .ctx }}
 {{- $kind := .kind }}
+{{- $egress := .egress | default "" }}
+{{- $name := ternary (printf "%s-%s" $kind $egress) $kind (ne $egress "") }}
+{{- $gateKind := ternary "profiledTool" $kind (ne $egress "") }}
 {{- $limits := index $.Values $kind "limits" }}
 {{- $requests := index $.Values $kind "requests" }}
 {{- $uid := include "sandboxd.probeUid" (dict "ctx" $ "kind" $kind) }}
 apiVersion: v1
 kind: Pod
 metadata:
-  generateName: {{ printf "%s-%s-" (include "sandboxd.probeServiceAccountName" $ | trunc 40 | trimSuffix "-") $kind }}
+  generateName: {{ printf "%s-%s-" (include "sandboxd.probeServiceAccountName" $ | trunc 40 | trimSuffix "-") $name }}
   namespace: {{ include "sandboxd.sandboxNamespace" $ }}
   labels:
     # Not managed-by=sandboxd: sandboxd must never adopt a probe pod into its pool.
@@ -88,6 +94,9 @@ metadata:
     app.kubernetes.io/instance: {{ $.Release.Name }}
     sandboxd.io/kind: {{ $kind }}
     sandboxd.io/probe: "true"
+    {{- with $egress }}
+    sandboxd.io/egress: {{ . }}
+    {{- end }}
 spec:
   automountServiceAccountToken: false
   enableServiceLinks: false
@@ -100,7 +109,7 @@ spec:
   {{- end }}
   securityContext:
     {{- include "sandboxd.sandboxPodSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 4 }}
-  {{- $gate := include "sandboxd.isolationGateCommand" (dict "ctx" $ "kind" $kind "probe" true) }}
+  {{- $gate := include "sandboxd.isolationGateCommand" (dict "ctx" $ "kind" $gateKind "probe" true) }}
   {{- if eq $kind "tool" }}
   initContainers:
     # The same isolation gate sandboxd puts in front of every sandbox (NetworkPolicy enforcers program
@@ -132,6 +141,13 @@ spec:
       env:
         - name: TMPDIR
           value: /tmp
+        {{- if $egress }}
+        # http://<the proxy Service's ClusterIP>:<the profile's port>, filled in by the probe runner.
+        {{- range list "HTTPS_PROXY" "HTTP_PROXY" "https_proxy" "http_proxy" }}
+        - name: {{ . }}
+          value: ""
+        {{- end }}
+        {{- end }}
       securityContext:
         {{- include "sandboxd.sandboxContainerSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 8 }}
       resources:

@@ -29,6 +29,14 @@ class ProbeHardeningTest {
     assertHardenedAlike(HelmChart.render(values("runtimeClassName", "gvisor", "seccomp.profileType", "Localhost")));
   }
 
+  @Test
+  void theProbePodOfAnEgressProfileIsHardenedAsTheToolProbePod() {
+    List<Map<String, Object>> probes = ProbeTest.probePods(HelmChart.render(values(
+        "tool.egress.profiles.weather.hosts[0]", "public.sbx.test", "tool.egress.profiles.weather.ports[0]", 443)));
+    assertEquals(3, probes.size(), "snippet, tool, weather");
+    assertEquals(hardening(probes.get(1)), hardening(probes.get(2)), "the weather probe pod, as the tool probe pod");
+  }
+
   private static void assertHardenedAlike(HelmChart.Rendered rendered) {
     List<Map<String, Object>> probes = ProbeTest.probePods(rendered);
     Map<String, Map<String, Object>> built = BuiltPods.of(rendered);

@@ -218,6 +218,90 @@ class ProbeTest {
     assertTrue(failures.get(0).startsWith("tool: the policies open nothing"), failures.toString());
   }
 
+  /** Two egress profiles (D11): github first by name, on basePort; weather with a wildcard beside its exact host. */
+  private static final Map<String, Object> PROFILES = values(
+      "probe.privateTargets[0]", "10.23.0.10:80",
+      "probe.publicTarget", "203.0.113.10:80",
+      "tool.egress.profiles.weather.hosts[0]", "public.sbx.test",
+      "tool.egress.profiles.weather.hosts[1]", "*.weather.example",
+      "tool.egress.profiles.weather.ports[0]", 443,
+      "tool.egress.profiles.github.hosts[0]", "github.com",
+      "tool.egress.profiles.github.ports[0]", 443,
+      "tool.egress.profiles.github.ports[1]", 8443);
+
+  @Test
+  void eachEgressProfileGetsAProfiledToolProbePodThatAdmissionAdmits() {
+    HelmChart.Rendered rendered = HelmChart.render(PROFILES);
+    List<Map<String, Object>> pods = probePods(rendered);
+    assertEquals(4, pods.size(), "snippet, tool, then one tool pod per profile by name");
+    Map<String, Object> params = rendered.get("ConfigMap", "sandboxd-admission-params");
+    List<String> profiledGate = PolicyFiles.concat(PolicyFiles.SNIPPET_GATE_HEAD, PolicyFiles.PROBE_GATE_TAIL);
+    for (int i = 2; i < 4; i++) {
+      Map<String, Object> pod = pods.get(i);
+      String profile = List.of("github", "weather").get(i - 2);
+      assertEquals(Map.of("app.kubernetes.io/managed-by", "sandboxd-probe", "app.kubernetes.io/instance", "sandboxd",
+          "sandboxd.io/kind", "tool", "sandboxd.io/probe", "true", "sandboxd.io/egress", profile),
+          (Object) at(pod, "metadata", "labels"));
+      assertEquals("sandboxd-probe-tool-" + profile + "-", (Object) at(pod, "metadata", "generateName"));
+      // The profiled tool's gate (cluster DNS closed), best-effort: what admission pins for the probe's account.
+      assertEquals(profiledGate, (Object) at(pod, "spec", "initContainers", 0, "command"));
+      assertEquals(String.join("\n", profiledGate), (Object) at(params, "data", "isolationGateProbeProfiledTool"));
+      List<Map<String, Object>> env = at(pod, "spec", "containers", 0, "env");
+      assertEquals(List.of("TMPDIR", "HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"),
+          env.stream().map(e -> e.get("name")).toList(), "the runner fills in the proxy's address");
+      assertEquals(List.of(), denials(pod, params), "probe pod " + profile);
+    }
+    // The runner resolves the proxy Service's name, in the release namespace, into each profile's port.
+    List<Map<String, Object>> probes = (List<Map<String, Object>>) config(rendered).get("probes");
+    assertEquals(Map.of("host", "sandboxd-egress.cai-system.svc", "port", 3128L), probes.get(2).get("egressProxy"));
+    assertEquals(Map.of("host", "sandboxd-egress.cai-system.svc", "port", 3129L), probes.get(3).get("egressProxy"));
+    assertNull(probes.get(1).get("egressProxy"), "the internet tool pod has no proxy");
+  }
+
+  @Test
+  void aProfiledToolProbeReachesNothingDirectlyAndOnlyItsProfileThroughTheProxy() throws Exception {
+    List<Map<String, Object>> pods = dryRun(HelmChart.render(PROFILES));
+    List<String> closedCells = List.of("--closed", "icmp:169.254.169.254", "--closed", "tcp:169.254.169.254:80",
+        "--closed", "icmp:10.23.0.10", "--closed", "tcp:10.23.0.10:80", "--closed", "icmp:203.0.113.10",
+        "--closed", "tcp:203.0.113.10:80", "--closed", "tcp-dns:203.0.113.10:53", "--closed", "udp-dns:203.0.113.10:53",
+        "--closed", "tcp-dns:10.96.0.10:53", "--closed", "udp-dns:10.96.0.10:53", "--tcp", "10.96.0.1:443");
+    List<String> beyondCells = List.of("--dns", "kubernetes.default.svc.cluster.local", "--closed", "icmp:gateway",
+        "--ipv6-sweep", "443,6443,10250,53,8080,8181", "--no-sa-token", "--unshare", "--seccomp", "--readonly-root",
+        "--runtime-class=");
+    // github: its one exact host on its first port; 8443 is its own, so the closed port is 444.
+    List<String> github = new ArrayList<>(beyondCells);
+    github.addAll(List.of("--proxy-open", "github.com:443", "--proxy-closed", "sandboxd-probe-not-listed.invalid:443",
+        "--proxy-closed", "github.com:444"));
+    github.addAll(closedCells);
+    assertEquals(github, at(pods.get(2), "spec", "containers", 0, "args"));
+    // weather: no CONNECT for the wildcard, which names no host to try.
+    List<String> weather = new ArrayList<>(beyondCells);
+    weather.addAll(List.of("--proxy-open", "public.sbx.test:443", "--proxy-closed",
+        "sandboxd-probe-not-listed.invalid:443", "--proxy-closed", "public.sbx.test:8443"));
+    weather.addAll(closedCells);
+    assertEquals(weather, at(pods.get(3), "spec", "containers", 0, "args"));
+    // Outside the cluster the Service's name does not resolve: --dry-run's placeholder address.
+    for (int i = 2; i < 4; i++) {
+      List<Map<String, Object>> env = at(pods.get(i), "spec", "containers", 0, "env");
+      String url = "http://192.0.2.1:" + (3126 + i);
+      assertEquals(List.of("/tmp", url, url, url, url), env.stream().map(e -> e.get("value")).toList());
+    }
+  }
+
+  @Test
+  void theRunnerFailsWhenThePoliciesLetAProfiledToolOutDirectly() throws Exception {
+    HelmChart.Rendered rendered = HelmChart.render(PROFILES);
+    List<Map<String, Object>> opened = new ArrayList<>(sandboxPolicies(rendered));
+    opened.add(Map.of("apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy",
+        "metadata", Map.of("name", "admin-opened-weather", "namespace", "cai-sandbox"),
+        "spec", Map.of("podSelector", Map.of("matchLabels", Map.of("sandboxd.io/egress", "weather")),
+            "policyTypes", List.of("Egress"), "egress", List.of(Map.of()))));
+    List<String> failures = (List<String>) dryRunAgainst(rendered, opened).get("failures");
+    assertEquals(1, failures.size(), failures.toString());
+    assertTrue(failures.get(0).startsWith("tool (egress profile weather): the policies open"), failures.toString());
+    assertTrue(failures.get(0).endsWith("but a profiled tool may reach nothing directly"), failures.toString());
+  }
+
   @Test
   void probePodsPassTheSameFailClosedGateAsSandboxdsPods() {
     List<Map<String, Object>> pods = probePods(HelmChart.render(values("isolationGate.extraClosed[0]", "tcp:10.0.0.5:443")));

@@ -527,7 +527,7 @@ class AdmissionPolicyTest {
   @Test
   void onlySandboxdMarksPodsAsItsOwn() {
     Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
-    // On creation: managed-by sandboxd, any sandboxd.io/ label but kind and probe, any sandboxd.io/ annotation.
+    // On creation: managed-by sandboxd, any sandboxd.io/ label but kind, probe and egress, any sandboxd.io/ annotation.
     List<Consumer<Map<String, Object>>> marks = List.of(
         p -> labels(p).put("app.kubernetes.io/managed-by", "sandboxd"),
         p -> labels(p).put("sandboxd.io/state", "warm"),
@@ -548,6 +548,24 @@ class AdmissionPolicyTest {
         "example.sandboxd.io/x", "y"));
     annotations(free).put("fixtures.sandboxd.io/note", "x");
     assertEquals(List.of(), denials(AdmissionRequest.create(free, PROBE_USER), defaultParams()));
+    // sandboxd.io/egress too, which only narrows a new pod's egress (the profile's proxy port, the gate that sees DNS
+    // closed): the probe's profiled pod carries it, with that gate.
+    Map<String, Object> profiled = withGate(concat(PolicyFiles.SNIPPET_GATE_HEAD, PolicyFiles.PROBE_GATE_TAIL));
+    labels(profiled).putAll(Map.of("sandboxd.io/kind", "tool", "sandboxd.io/probe", "true", "sandboxd.io/egress",
+        "weather"));
+    assertEquals(List.of(), denials(AdmissionRequest.create(profiled, PROBE_USER), defaultParams()));
+    // ... but no other allowed creator may add, change or remove it on an existing pod.
+    for (Consumer<Map<String, Object>> change : List.<Consumer<Map<String, Object>>>of(
+        p -> labels(p).put("sandboxd.io/egress", "github"), p -> labels(p).remove("sandboxd.io/egress"))) {
+      Map<String, Object> changed = Yaml.copy(profiled);
+      change.accept(changed);
+      assertEquals(List.of("sandboxd-pod-identity"), denials(AdmissionRequest.update(profiled, changed, PROBE_USER),
+          defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList(), changed.get("metadata").toString());
+    }
+    Map<String, Object> relabelledTool = Yaml.copy(pod);
+    labels(relabelledTool).put("sandboxd.io/egress", "weather");
+    assertEquals(List.of("sandboxd-pod-identity"), denials(AdmissionRequest.update(pod, relabelledTool, PROBE_USER),
+        defaultParams()).stream().map(PolicyEvaluator.Denial::policy).toList());
 
     // On update, by anyone else: no mark added, changed or removed, the kind label included.
     Map<String, Object> warm = Yaml.copy(pod);
