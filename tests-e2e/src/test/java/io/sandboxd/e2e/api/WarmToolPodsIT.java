@@ -5,19 +5,17 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.stream.Collectors;
 
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.PodFate;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.WarmToolPodsFor;
 import io.sandboxd.e2e.support.WarmToolPodsOn;
 import io.sandboxd.e2e.support.RunsAlone;
 
 import io.fabric8.kubernetes.api.model.Pod;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -46,40 +44,20 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class WarmToolPodsIT {
     /** One warm pod for each of the two replicas to reserve (ceil(2 / 2)), as docs/configuration.md advises. */
     private static final int PODS = 2;
-    private static WarmToolPodsOn warm;
-    private static Sandboxd sandboxd;
-    /** Pods the calls of the running test were served in: each is deleted after its call. */
-    private final Set<String> used = new HashSet<>();
-
-    @BeforeAll
-    static void keepWarmToolPods() {
-        warm = WarmToolPodsOn.of(Sandboxd.AGENT_IMAGE, PODS);
-        sandboxd = warm.sandboxd();
-    }
-
-    @AfterAll
-    static void noWarmToolPods() {
-        if (warm != null) {
-            warm.close();
-        }
-    }
-
-    /** Every pod a call used is gone before the next test looks at the warm pods. */
-    @AfterEach
-    void usedPodsGone() {
-        used.forEach(sandboxd::awaitPodGone);
-    }
+    /** Warm pods of the agent image; every pod a call used is gone before the next test looks at the warm pods. */
+    @RegisterExtension
+    static final WarmToolPodsFor WARM = new WarmToolPodsFor(Sandboxd.AGENT_IMAGE, PODS, null);
 
     @Test
     void aWarmPodServesACallerOfItsImageOnceAndIsReplaced() {
-        Set<String> ready = names(warm.awaitReady(PODS));
+        Set<String> ready = WARM.awaitReady();
         ApiResponse r = call("team-warm", Sandboxd.AGENT_IMAGE);
         assertEquals(200, r.status(), r.toString());
         assertEquals(3, r.json().path("result").asInt(), r.toString());
         String first = r.json().path("sandbox_id").asText();
         assertTrue(ready.contains(first), "the call ran in a warm pod " + ready + ": " + r);
-        sandboxd.awaitPodGone(first);
-        Set<String> replenished = names(warm.awaitReady(PODS));
+        WARM.sandboxd().awaitPodGone(first);
+        Set<String> replenished = WARM.awaitReady();
         assertFalse(replenished.contains(first), "a fresh pod, never the used one: " + replenished);
 
         ApiResponse next = call("team-warm", Sandboxd.AGENT_IMAGE);
@@ -90,16 +68,16 @@ class WarmToolPodsIT {
 
     @Test
     void aCallerOfAnotherImageNeverGetsAWarmPod() {
-        Set<String> ready = names(warm.awaitReady(PODS));
+        Set<String> ready = WARM.awaitReady();
         ApiResponse other = call("team-other", Sandboxd.NO_RUNNER_IMAGE);
         assertEquals(503, other.status(), "its own image, which has no tool runner: " + other);
         assertTrue(other.error().contains("the agent image must contain crusoe_adk.toolrunner"), other.toString());
         for (String name : ready) {
-            Pod after = WarmToolPodsOn.pod(sandboxd.k8s(), name).orElse(null);
+            Pod after = WarmToolPodsOn.pod(WARM.sandboxd().k8s(), name).orElse(null);
             String state = after == null ? null : after.getMetadata().getLabels().get("sandboxd.io/state");
             if (after == null || after.getMetadata().getDeletionTimestamp() != null
                     || !List.of("warm", "reserved").contains(state)) {
-                PodFate fate = PodFate.of(sandboxd.k8s(), name);
+                PodFate fate = PodFate.of(WARM.sandboxd().k8s(), name);
                 assertFalse(fate.ranForOtherThan("team-warm"), "SECURITY: the warm pod " + name + " of "
                         + Sandboxd.AGENT_IMAGE + " was handed to a caller of another image: " + fate);
                 throw new AssertionError("the warm pod " + name + " of " + Sandboxd.AGENT_IMAGE + " was not handed to"
@@ -111,23 +89,19 @@ class WarmToolPodsIT {
         // Positive control: the warm pods do serve a caller of their own image. A pod left starting by the test
         // before may have become Ready (and been reserved) since the first look, so look again.
         Set<String> warmNow = new HashSet<>(ready);
-        warmNow.addAll(names(warm.awaitReady(PODS)));
+        warmNow.addAll(WARM.awaitReady());
         ApiResponse own = call("team-warm", Sandboxd.AGENT_IMAGE);
         assertEquals(200, own.status(), own.toString());
         assertTrue(warmNow.contains(own.json().path("sandbox_id").asText()), "a warm pod " + warmNow + ": " + own);
     }
 
-    private static Set<String> names(List<Pod> pods) {
-        return pods.stream().map(p -> p.getMetadata().getName()).collect(Collectors.toSet());
-    }
-
     private ApiResponse call(String project, String image) {
         Map<String, Object> body = new HashMap<>(Map.of("function", "add", "args", Map.of("a", 1, "b", 2)));
         body.put("image", image);
-        ApiResponse r = sandboxd.post("/v1/call", body, sandboxd.token(project, "warm-agent", image));
+        ApiResponse r = WARM.sandboxd().post("/v1/call", body, WARM.sandboxd().token(project, "warm-agent", image));
         String pod = r.json() == null ? "" : r.json().path("sandbox_id").asText("");
         if (!pod.isEmpty()) {
-            used.add(pod);
+            WARM.used(pod);
         }
         return r;
     }

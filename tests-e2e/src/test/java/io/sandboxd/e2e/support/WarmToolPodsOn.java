@@ -46,11 +46,22 @@ public final class WarmToolPodsOn implements AutoCloseable {
      * @return sandboxd with warm tool pods of {@code image}, reconnected, {@code pods} of them Ready
      */
     public static WarmToolPodsOn of(String image, int pods, Map<String, String> also) {
+        return of(image, pods, null, also);
+    }
+
+    /**
+     * @param image  image whose tool pods are kept warm
+     * @param pods   how many
+     * @param egress the egress profile they are started with (D11); {@code null}: the internet
+     * @param also   other chart values set in the same upgrade ({@link #close} sets every value back as it was)
+     * @return sandboxd with warm tool pods of {@code image}, reconnected, {@code pods} of them Ready
+     */
+    public static WarmToolPodsOn of(String image, int pods, String egress, Map<String, String> also) {
         Sandboxd.get(); // installed first (a fresh install would reset the value set here)
         Path before = Sandboxd.savedValues();
         // The whole list at once: an indexed --set does not replace a list the reused values already hold.
         List<String> sets = new ArrayList<>(List.of("--set-json", "tool.warmImages=[{\"image\": \"" + image
-                + "\", \"pods\": " + pods + "}]"));
+                + "\", \"pods\": " + pods + (egress == null ? "" : ", \"egress\": \"" + egress + "\"") + "}]"));
         also.forEach((key, value) -> sets.addAll(List.of("--set", key + "=" + value)));
         Sandboxd.upgradeReusingValues(sets.toArray(String[]::new));
         WarmToolPodsOn on = new WarmToolPodsOn(Sandboxd.reconnect(), before);
