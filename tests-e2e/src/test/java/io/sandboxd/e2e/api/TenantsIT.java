@@ -3,6 +3,7 @@ package io.sandboxd.e2e.api;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.BeforeAll;
@@ -43,6 +44,15 @@ class TenantsIT {
     private static final int HOG_RUNS = 24;
     private static final int HOG_SECONDS = 6;
     private static final int B_RUNS = 4;
+    /**
+     * B's runs during A's burst. With the pool handing pods out round-robin, B's k-th run needs about 2k + 1 pods
+     * started after A's burst took the pool; A's burst grows the pool to poolMax, so about nine pods start at once. On
+     * the 2-core node under gVisor (about 3.4 s of CPU per pod, docs/benchmarks.md) the first of them are Ready after
+     * about 20 s, so a third B run meets the 30 s warm wait on the node's capacity, not on fairness (measured in CI:
+     * runs 0 and 1 served, run 2 a 503). Two runs keep the claim on both runtimes; without fairness (first come,
+     * first served) B's first run waits behind A's 21 queued runs, more pods than either runtime starts in 30 s.
+     */
+    private static final int B_RUNS_DURING_BURST = Env.gvisor() ? 2 : B_RUNS;
     /** More sessions than any sensible cap: the flood stops at the first refusal. */
     private static final int FLOOD_ATTEMPTS = 40;
     private static final Pattern SESSIONS_REFUSED = Pattern.compile(
@@ -86,13 +96,13 @@ class TenantsIT {
             Future<Timed> cold = threads.submit(() -> timed(() -> sandboxd.post("/v1/execute",
                     Map.of("session_id", bSession, "code", "print('cold')"), b)));
             List<Future<Timed>> warm = new ArrayList<>();
-            for (int i = 0; i < B_RUNS; i++) {
+            for (int i = 0; i < B_RUNS_DURING_BURST; i++) {
                 String code = "print(" + i + ")";
                 warm.add(threads.submit(() -> timed(() -> sandboxd.post("/v1/execute", Map.of("code", code), b))));
             }
 
             List<Long> bMillis = new ArrayList<>();
-            for (int i = 0; i < B_RUNS; i++) {
+            for (int i = 0; i < B_RUNS_DURING_BURST; i++) {
                 Timed t = warm.get(i).get(3, TimeUnit.MINUTES);
                 assertEquals(200, t.response().status(), "B's run " + i + " during A's burst: " + t.response());
                 assertEquals(i + "\n", t.response().json().path("stdout").asText());
@@ -123,7 +133,7 @@ class TenantsIT {
             System.out.printf("hog: A sent %d concurrent %d-second runs: %d ran, %d got 503 after the wait, %d got 429; "
                             + "B's %d runs a second later: all 200, worst %d ms (each: %s ms); "
                             + "B's cold start (a new session's pod) in the same run: %d ms%n",
-                    HOG_RUNS, HOG_SECONDS, ran, unavailable, limited, B_RUNS, Collections.max(bMillis), bMillis,
+                    HOG_RUNS, HOG_SECONDS, ran, unavailable, limited, B_RUNS_DURING_BURST, Collections.max(bMillis), bMillis,
                     coldStart.millis());
         } finally {
             deleteSessionPods(Set.of(projectB));
