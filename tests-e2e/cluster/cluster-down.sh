@@ -18,18 +18,9 @@ stop() { # NAME: SIGTERM the recorded process group, then SIGKILL after a grace 
   rm -f "$pidfile"
 }
 
-# Pods first (kubelet, then the containers' shims), then the control plane.
-for c in kube-router kube-proxy kubelet; do stop "$c"; done
-if [ -S "$CLUSTER_STATE/containerd/containerd.sock" ]; then
-  for t in $(ctr --address "$CLUSTER_STATE/containerd/containerd.sock" -n k8s.io tasks ls -q 2>/dev/null); do
-    ctr --address "$CLUSTER_STATE/containerd/containerd.sock" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1
-  done
-fi
-# containerd-shim processes of this containerd outlive it by design; end them by their socket path.
-pkill -KILL -f "containerd-shim-run(c-v2|sc-v1) .*-address $CLUSTER_STATE/containerd/containerd.sock" 2>/dev/null
-# gVisor's sandbox and gofer processes (runsc, rooted in this cluster's runsc state).
-pkill -KILL -f "runsc .*--root=$CLUSTER_STATE/containerd/state/runsc" 2>/dev/null
-for c in containerd registry kube-scheduler kube-controller-manager kube-apiserver etcd targets; do stop "$c"; done
+# The nodes first (node.sh: kubelets, shims, pods, node 2's namespace and state), then the control plane.
+for n in $(cat "$run/nodes" 2>/dev/null || echo 2 1); do bash "$here/node.sh" down "$n"; done
+for c in registry kube-scheduler kube-controller-manager kube-apiserver etcd targets; do stop "$c"; done
 
 # Mounts left by pods (volumes, overlay rootfs, netns) under the kubelet and containerd dirs.
 grep -E " ($KUBELET_ROOT|$CLUSTER_STATE|/run/netns/cni-)" /proc/mounts | awk '{print $2}' | sort -r | while read -r m; do
@@ -54,6 +45,7 @@ for s in $(ipset list -n 2>/dev/null | grep -E '^(KUBE|kube-router)'); do ipset 
 for ipt in iptables ip6tables; do
   $ipt -t mangle -D FORWARD -j SBX-GUARD 2>/dev/null; $ipt -t mangle -F SBX-GUARD 2>/dev/null; $ipt -t mangle -X SBX-GUARD 2>/dev/null
   $ipt -t mangle -D POSTROUTING -j SBX-UPLINK-COUNT 2>/dev/null; $ipt -t mangle -F SBX-UPLINK-COUNT 2>/dev/null; $ipt -t mangle -X SBX-UPLINK-COUNT 2>/dev/null
+  $ipt -t mangle -D INPUT -j SBX-GUARD-IN 2>/dev/null; $ipt -t mangle -F SBX-GUARD-IN 2>/dev/null; $ipt -t mangle -X SBX-GUARD-IN 2>/dev/null
 done
 
 nft delete table bridge sandboxd_pod_l2 2>/dev/null

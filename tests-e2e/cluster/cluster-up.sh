@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
-# Brings up a real single-node Kubernetes cluster on this machine, offline: etcd, kube-apiserver,
-# controller-manager, scheduler, containerd, kubelet, kube-proxy, kube-router (NetworkPolicy) and
-# CoreDNS. Returns when the node is Ready and cluster DNS answers. Every process it starts is
+# Brings up a real Kubernetes cluster of CLUSTER_NODES nodes (1 or 2) on this machine, offline: etcd, kube-apiserver,
+# controller-manager, scheduler, and on each node (node.sh) containerd, kubelet, kube-proxy and kube-router
+# (NetworkPolicy); then CoreDNS. Returns when every node is Ready and cluster DNS answers. Every process it starts is
 # recorded by PID in $CLUSTER_STATE/run so cluster-down.sh stops exactly those.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
 . "$here/cluster.env"
 export PATH=$CLUSTER_BIN:$PATH
-NODE_NAME=sandboxd-node
-UPLINK=$(ip -4 route show default | awk '{print $5; exit}')
-NODE_IP=$(ip -4 -o addr show dev "$UPLINK" | awk '{print $4}' | cut -d/ -f1 | head -1)
+NODE_IP=$API_IP
 pki=$CLUSTER_STATE/pki run=$CLUSTER_STATE/run logs=$CLUSTER_STATE/logs
 t0=$(date +%s.%N)
 since() { awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $1}"; }
@@ -22,7 +20,7 @@ if [ -f "$run/cluster.up" ]; then
   fi
   log "stale state found; cleaning it first"; "$here/cluster-down.sh"
 fi
-mkdir -p "$pki" "$run" "$logs" "$CLUSTER_STATE/cni/net.d" "$KUBELET_ROOT/seccomp"
+mkdir -p "$pki" "$run" "$logs"
 
 # start NAME CMD...: run a daemon in the background, log to $logs/NAME.log, record its PID.
 start() {
@@ -50,10 +48,18 @@ for ipt in iptables ip6tables; do
   $ipt -t mangle -C FORWARD -j SBX-GUARD 2>/dev/null || $ipt -t mangle -I FORWARD 1 -j SBX-GUARD
   $ipt -t mangle -N SBX-UPLINK-COUNT 2>/dev/null || $ipt -t mangle -F SBX-UPLINK-COUNT
   $ipt -t mangle -C POSTROUTING -j SBX-UPLINK-COUNT 2>/dev/null || $ipt -t mangle -I POSTROUTING 1 -j SBX-UPLINK-COUNT
+  # What only the nodes themselves may reach on this machine (node.sh fills it).
+  $ipt -t mangle -N SBX-GUARD-IN 2>/dev/null || $ipt -t mangle -F SBX-GUARD-IN
+  $ipt -t mangle -C INPUT -j SBX-GUARD-IN 2>/dev/null || $ipt -t mangle -I INPUT 1 -j SBX-GUARD-IN
 done
 iptables -t mangle -A SBX-GUARD -s "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd guard: pod traffic never leaves" -j DROP
 iptables -t mangle -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sandboxd guard: bridge traffic never leaves" -j DROP
 ip6tables -t mangle -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sandboxd guard: bridge traffic never leaves" -j DROP
+# The machine's own traffic to a cluster address (a Service's ClusterIP that kube-proxy did not translate, a pod
+# address) would follow the default route out of the machine: dropped at the last hook, after kube-proxy's DNAT,
+# and counted; the e2e suite asserts it stays 0.
+iptables -t mangle -A SBX-UPLINK-COUNT -d "$SERVICE_CIDR" -o "$UPLINK" -m comment --comment "sandboxd guard: Service addresses never leave" -j DROP
+iptables -t mangle -A SBX-UPLINK-COUNT -d "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd guard: pod addresses never leave" -j DROP
 # Counts pod-sourced packets that really leave through the uplink; the e2e suite asserts it stays 0.
 iptables -t mangle -A SBX-UPLINK-COUNT -s "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd: pod packets out of uplink" -j RETURN
 log "guard installed on uplink $UPLINK ($NODE_IP)"
@@ -81,7 +87,7 @@ log "simulated targets up in netns $TARGET_NETNS"
 
 # --- 3. PKI and kubeconfigs ------------------------------------------------------------------------
 if [ ! -f "$pki/ca.crt" ]; then
-  "$here/make-pki.sh" "$pki" "$NODE_NAME" "$NODE_IP" "$KUBERNETES_SVC_IP"
+  "$here/make-pki.sh" "$pki" "$NODE_IP" "$KUBERNETES_SVC_IP"
 fi
 kubeconfig() { # NAME CERT-BASENAME
   cat > "$CLUSTER_STATE/$1.kubeconfig" <<EOF
@@ -93,7 +99,7 @@ contexts: [{name: sandboxd-local, context: {cluster: sandboxd-local, user: $1}}]
 current-context: sandboxd-local
 EOF
 }
-for c in admin controller-manager scheduler kubelet kube-proxy; do kubeconfig "$c" "$c"; done
+for c in admin controller-manager scheduler kube-proxy; do kubeconfig "$c" "$c"; done
 
 # --- 4. etcd and the control plane -------------------------------------------------------------------
 start etcd etcd --name sandboxd --data-dir "$ETCD_DATA" \
@@ -139,13 +145,13 @@ start kube-controller-manager kube-controller-manager --kubeconfig="$CLUSTER_STA
   --authentication-kubeconfig="$CLUSTER_STATE/controller-manager.kubeconfig" --authorization-kubeconfig="$CLUSTER_STATE/controller-manager.kubeconfig" \
   --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" --use-service-account-credentials=true \
   --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
-  --allocate-node-cidrs=true --cluster-cidr="$POD_CIDR" --node-cidr-mask-size=16 --service-cluster-ip-range="$SERVICE_CIDR" \
+  --allocate-node-cidrs=true --cluster-cidr="$POD_CIDR" --node-cidr-mask-size="$NODE_POD_CIDR_MASK" --service-cluster-ip-range="$SERVICE_CIDR" \
   --leader-elect=false --bind-address=127.0.0.1 --v=1
 start kube-scheduler kube-scheduler --kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" \
   --authentication-kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" --authorization-kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" \
   --leader-elect=false --bind-address=127.0.0.1 --v=1
 
-# --- 5. the local registry, containerd, images, kubelet --------------------------------------------
+# --- 5. the local registry -------------------------------------------------------------------------
 mkdir -p "$REGISTRY_DATA"
 cat > "$CLUSTER_STATE/registry.yaml" <<EOF
 version: 0.1
@@ -159,121 +165,18 @@ start registry registry serve "$CLUSTER_STATE/registry.yaml"
 wait_for "registry" 30 curl -sf "http://$LOCAL_REGISTRY_ADDR/v2/"
 log "registry up at $LOCAL_REGISTRY (loopback, plain HTTP)"
 
-# The pod network: bridge CNI, and IPv6 (and every other non-IPv4 ethertype) closed in two layers.
-"$here/pod-network.sh" close
-log "pod network: $("$here/pod-network.sh" status) (IPv4 and ARP only)"
-mkdir -p "$CLUSTER_STATE/containerd"
-# containerd 2 (built by build-k8s.sh): gVisor's shim speaks only its shim protocol. Two runtime handlers:
-# runc (the default) and runsc (gVisor), which the RuntimeClass `gvisor` names.
-cat > "$CLUSTER_STATE/containerd/config.toml" <<EOF
-version = 4
-root = "$CLUSTER_STATE/containerd/root"
-state = "$CLUSTER_STATE/containerd/state"
-[plugins.'io.containerd.server.v1.grpc']
-  address = "$CLUSTER_STATE/containerd/containerd.sock"
-[plugins.'io.containerd.server.v1.ttrpc']
-  address = "$CLUSTER_STATE/containerd/containerd.sock.ttrpc"
-[plugins.'io.containerd.cri.v1.images']
-  snapshotter = "overlayfs"
-  [plugins.'io.containerd.cri.v1.images'.registry]
-    config_path = "$CLUSTER_STATE/containerd/certs.d"
-  [plugins.'io.containerd.cri.v1.images'.pinned_images]
-    sandbox = "sandboxd.local/pause:3.10"
-[plugins.'io.containerd.cri.v1.runtime']
-  # Mandatory on these VMs: without CAP_SYS_RESOURCE runc cannot raise oom_score_adj.
-  restrict_oom_score_adj = true
-  # An image's VOLUME would otherwise become a writable bind mount from containerd's own root:
-  # outside the read-only root and outside the kubelet's ephemeral-storage accounting. A hostile
-  # agent image could then write without bound. (ToolPodHardeningIT.imageDefinedVolumeIsNotWritable)
-  ignore_image_defined_volumes = true
-  [plugins.'io.containerd.cri.v1.runtime'.containerd]
-    default_runtime_name = "runc"
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-        SystemdCgroup = false
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runsc]
-      runtime_type = "io.containerd.runsc.v1"
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runsc.options]
-        TypeUrl = "io.containerd.runsc.v1.options"
-        ConfigPath = "$CLUSTER_STATE/containerd/runsc.toml"
-  [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ["/usr/lib/cni"]
-    conf_dir = "$CLUSTER_STATE/cni/net.d"
-EOF
-# gVisor's shim and runsc. Platform systrap (runsc's default: no /dev/kvm needed, works in a VM); gVisor's own
-# network stack on the pod's veth (NetworkPolicy is enforced on the host side, unchanged). oci-seccomp: runsc applies
-# the pod's seccomp profile inside its kernel only with this flag; without it the seccomp tests prove nothing under
-# gVisor (runsc's own host-side filter is always on and narrower still). runsc sizes each sandbox's memory to its pod's
-# limit by itself; the other options tried (overlay2, platform kvm) gained nothing here: docs/benchmarks.md.
-cat > "$CLUSTER_STATE/containerd/runsc.toml" <<EOF
-binary_name = "$CLUSTER_BIN/runsc"
-root = "$CLUSTER_STATE/containerd/state/runsc"
-[runsc_config]
-  oci-seccomp = "true"
-EOF
-# The local registry speaks plain HTTP on loopback; every other registry is unreachable offline anyway.
-mkdir -p "$CLUSTER_STATE/containerd/certs.d/$LOCAL_REGISTRY"
-cat > "$CLUSTER_STATE/containerd/certs.d/$LOCAL_REGISTRY/hosts.toml" <<EOF
-server = "http://$LOCAL_REGISTRY"
-[host."http://$LOCAL_REGISTRY"]
-  capabilities = ["pull", "resolve"]
-EOF
-CTR_SOCK=$CLUSTER_STATE/containerd/containerd.sock
-start containerd containerd --config "$CLUSTER_STATE/containerd/config.toml"
-wait_for containerd 30 ctr --address "$CTR_SOCK" version
-imports=()
-for img in "$SANDBOXD_CACHE"/images/*.tar; do
-  ctr --address "$CTR_SOCK" -n k8s.io images import "$img" >/dev/null &
-  imports+=($!)
-done
-for pid in "${imports[@]}"; do wait "$pid"; done  # only the imports: the daemons are children too
-touch "$run/images.imported"  # make reload imports only what was rebuilt after this
-log "containerd up; imported $(ls "$SANDBOXD_CACHE"/images/*.tar | wc -l) images"
+K() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 
-cat > "$CLUSTER_STATE/kubelet-config.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: "$pki/ca.crt"}
-authorization: {mode: Webhook}
-cgroupDriver: cgroupfs
-failSwapOn: false
-clusterDomain: cluster.local
-clusterDNS: ["$CLUSTER_DNS_IP"]
-containerRuntimeEndpoint: "unix://$CTR_SOCK"
-tlsCertFile: "$pki/kubelet-serving.crt"
-tlsPrivateKeyFile: "$pki/kubelet-serving.key"
-podPidsLimit: 256
-maxPods: 110
-serializeImagePulls: false
-resolvConf: "$CLUSTER_STATE/resolv.conf"
-evictionHard: {memory.available: "200Mi", nodefs.available: "2%", imagefs.available: "2%"}
-imageGCHighThresholdPercent: 100
-# The kubelet measures emptyDir and ephemeral-storage use every volumeStatsAggPeriod (default 1 min,
-# jittered up to 2): a sandbox may write past its limits until the next pass, so measure often.
-volumeStatsAggPeriod: 10s
-EOF
+# --- 6. the nodes: containerd, kubelet, pod network, kube-proxy, kube-router on each -------------------
 # Pods get cluster DNS only; the host's resolver is never handed to them.
 echo "nameserver $CLUSTER_DNS_IP" > "$CLUSTER_STATE/resolv.conf"
-start kubelet kubelet --config="$CLUSTER_STATE/kubelet-config.yaml" --kubeconfig="$CLUSTER_STATE/kubelet.kubeconfig" \
-  --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --root-dir="$KUBELET_ROOT" --feature-gates="$FEATURE_GATES" --v=1
-
-K() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
-wait_for "node $NODE_NAME registered" 60 K get node "$NODE_NAME"
-
-# --- 6. kube-proxy and kube-router -------------------------------------------------------------------
-start kube-proxy kube-proxy --kubeconfig="$CLUSTER_STATE/kube-proxy.kubeconfig" --hostname-override="$NODE_NAME" \
-  --cluster-cidr="$POD_CIDR" --proxy-mode=iptables --conntrack-max-per-core=0 --v=1
-# kube-router in firewall-only mode enforces NetworkPolicy with iptables and ipsets.
-start kube-router kube-router --kubeconfig="$KUBECONFIG_ADMIN" --hostname-override="$NODE_NAME" \
-  --run-firewall=true --run-router=false --run-service-proxy=false --service-cluster-ip-range="$SERVICE_CIDR" \
-  --health-port=20244 --metrics-port=0 --v=1
-wait_for "node Ready" 120 sh -c "kubectl --kubeconfig '$KUBECONFIG_ADMIN' get node '$NODE_NAME' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+nodes=$(seq 1 "$CLUSTER_NODES" | tr '\n' ' ')
+echo "$nodes" > "$run/nodes"
+pids=()
+for n in $nodes; do "$here/node.sh" up "$n" & pids+=($!); done
+for pid in "${pids[@]}"; do wait "$pid"; done
 t_ready=$(date +%s.%N)
-log "node Ready ($(since "$t_api")s after the apiserver was ready)"
+log "$CLUSTER_NODES node(s) Ready ($(since "$t_api")s after the apiserver was ready)"
 
 # --- 7. CoreDNS ------------------------------------------------------------------------------------
 # The simulated targets' names (CoreDNS hosts): the public target by two names (the egress profiles of the e2e

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Creates the cluster CA and every certificate the control plane, kubelet and admin use (openssl).
-# usage: make-pki.sh DIR NODE_NAME NODE_IP KUBERNETES_SVC_IP
+# Creates the cluster CA and every certificate the control plane and admin use (openssl); node.sh adds each
+# kubelet's. usage: make-pki.sh DIR API_IP KUBERNETES_SVC_IP
 set -euo pipefail
-dir=$1 node=$2 node_ip=$3 svc_ip=$4
+dir=$1 node_ip=$2 svc_ip=$3
 mkdir -p "$dir"; cd "$dir"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 -subj "/CN=sandboxd-local-ca" 2>/dev/null
 # cert NAME CN O [SAN]
@@ -24,8 +24,6 @@ cert admin sandboxd-admin system:masters
 cert controller-manager system:kube-controller-manager ""
 cert scheduler system:kube-scheduler ""
 cert kube-proxy system:kube-proxy ""
-cert kubelet "system:node:$node" system:nodes
-cert kubelet-serving "$node" "" "DNS:$node,IP:$node_ip"
 openssl genrsa -out sa.key 2048 2>/dev/null
 openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 chmod 600 ./*.key

@@ -9,15 +9,29 @@
 # The isolation gate in every sandbox checks the result (gateway by EUI-64, ff02::1) and fails
 # closed, so a sandbox never starts while either path answers.
 #
-#   pod-network.sh close    write both layers (cluster-up.sh does this before any pod exists)
-#   pod-network.sh open     remove both: only for the e2e test that shows the gate and `helm test`
-#                           fail on such a cluster (new pods then get IPv6 link-local addresses)
-#   pod-network.sh status   prints "closed", "open" or "partial"
+#   pod-network.sh close [N]   write both layers (node.sh does this before any pod exists on the node)
+#   pod-network.sh open [N]    remove both: only for the e2e tests that show the gate, `helm test` and the
+#                              isolation tests fail on such a node (new pods then get IPv6 link-local addresses)
+#   pod-network.sh status [N]  prints "closed", "open" or "partial"
+# N is a node (1 or 2, see cluster.env); without it, every node of the cluster.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/cluster.env"
-conflist=$CLUSTER_STATE/cni/net.d/10-sandboxd.conflist
 table=sandboxd_pod_l2
+action=${1:-}
+if [ -z "${2:-}" ]; then
+  nodes=$(cat "$CLUSTER_STATE/run/nodes" 2>/dev/null || echo 1)
+  if [ "$action" = status ]; then
+    seen=$(for n in $nodes; do bash "$0" status "$n"; done | sort -u)
+    [ "$(echo "$seen" | wc -l)" = 1 ] && echo "$seen" || echo partial
+  else
+    for n in $nodes; do bash "$0" "$action" "$n"; done
+  fi
+  exit 0
+fi
+node_env "$2"
+conflist=$NODE_DIR/cni/net.d/10-sandboxd.conflist
+on() { if [ -n "$NODE_NETNS" ]; then nsenter --net="/run/netns/$NODE_NETNS" "$@"; else "$@"; fi; }
 
 write_conflist() { # WITH_TUNING(true|false)
   local tuning=""
@@ -31,8 +45,8 @@ write_conflist() { # WITH_TUNING(true|false)
   "name": "sandboxd-pods",
   "plugins": [
     {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$NODE_POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}],
-              "dataDir": "$CLUSTER_STATE/cni/ipam"}},
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$(cat "$NODE_DIR/cni/pod-cidr")"}]], "routes": [{"dst": "0.0.0.0/0"}],
+              "dataDir": "$NODE_DIR/cni/ipam"}},
     $tuning
     {"type": "portmap", "capabilities": {"portMappings": true}},
     {"type": "loopback"}
@@ -42,10 +56,10 @@ JSON
   mv "$conflist.tmp" "$conflist"  # containerd watches the directory and reloads on the rename
 }
 
-case "${1:-}" in
+case "$action" in
   close)
     write_conflist true
-    nft -f - <<NFT
+    on nft -f - <<NFT
 table bridge $table
 delete table bridge $table
 table bridge $table {
@@ -64,13 +78,13 @@ NFT
     ;;
   open)
     write_conflist false
-    nft delete table bridge "$table" 2>/dev/null || true
+    on nft delete table bridge "$table" 2>/dev/null || true
     ;;
   status)
     layers=0
     grep -q '"tuning"' "$conflist" 2>/dev/null && layers=$((layers + 1))
-    nft list table bridge "$table" >/dev/null 2>&1 && layers=$((layers + 1))
+    on nft list table bridge "$table" >/dev/null 2>&1 && layers=$((layers + 1))
     case $layers in 2) echo closed ;; 0) echo open ;; *) echo partial ;; esac
     ;;
-  *) echo "usage: $0 close|open|status" >&2; exit 2 ;;
+  *) echo "usage: $0 close|open|status [N]" >&2; exit 2 ;;
 esac

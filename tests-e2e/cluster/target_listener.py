@@ -26,6 +26,19 @@ class NameTheTarget(socketserver.BaseRequestHandler):
         body = f"sbx-target {local}\n".encode()
         self.request.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
                              + str(len(body)).encode() + b"\r\n\r\n" + body)
+        linger_close(self.request)
+
+
+def linger_close(sock, timeout_s=2.0):
+    """Ends the answer, then reads what the client sent until it closes: a close with a request unread resets the
+    connection, and a proxy relaying the answer may see that reset before the answer (smokescreen's 500)."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(timeout_s)
+        while sock.recv(4096):
+            pass
+    except OSError:
+        pass
 
 
 class NameTheTargetOverTls(socketserver.BaseRequestHandler):

@@ -13,6 +13,10 @@ supplementalGroupsPolicy: Strict
 networkPolicy:
   apiServerCidrs: ["$node_ip/32"]
   extraBlockedCidrs: ["$node_ip/32"]
+# The suite calls sandboxd from node 1 (this machine), as an agent would, and a node reaches only the pods on itself
+# (another node's traffic meets sandboxd's ingress policy): sandboxd's replicas stay on node 1, sandbox pods spread.
+nodeSelector:
+  kubernetes.io/hostname: sandboxd-node
 probe:
   metadataTarget: "$TARGET_METADATA:80"
   privateTargets: ["$TARGET_PRIVATE_10:80", "$TARGET_PRIVATE_172:80", "$TARGET_PRIVATE_192:80"]

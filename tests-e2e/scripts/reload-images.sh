@@ -5,14 +5,17 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../cluster/cluster.env"
 export PATH=$CLUSTER_BIN:$PATH
-sock=$CLUSTER_STATE/containerd/containerd.sock
-for img in "$SANDBOXD_CACHE"/images/*.tar; do
-  if [ "$img" -nt "$CLUSTER_STATE/run/images.imported" ] || [ ! -f "$CLUSTER_STATE/run/images.imported" ]; then
-    echo "[reload] importing $(basename "$img")"
-    ctr --address "$sock" -n k8s.io images import "$img" >/dev/null
-  fi
+for n in $(cat "$CLUSTER_STATE/run/nodes" 2>/dev/null || echo 1); do
+  node_env "$n"
+  stamp=$CLUSTER_STATE/run/images$NODE_PID_SUFFIX.imported
+  for img in "$SANDBOXD_CACHE"/images/*.tar; do
+    if [ "$img" -nt "$stamp" ] || [ ! -f "$stamp" ]; then
+      echo "[reload] importing $(basename "$img") into $NODE_NAME"
+      ctr --address "$NODE_DIR/containerd/containerd.sock" -n k8s.io images import "$img" >/dev/null
+    fi
+  done
+  touch "$stamp"
 done
-touch "$CLUSTER_STATE/run/images.imported"
 K() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 if K -n cai-system get deploy sandboxd >/dev/null 2>&1; then
   K -n cai-system rollout restart deploy/sandboxd
