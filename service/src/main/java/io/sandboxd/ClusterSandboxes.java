@@ -11,6 +11,7 @@ import io.sandboxd.config.DeadlineBudget;
 import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
+import io.sandboxd.kube.NodeCache;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodLoss;
 import io.sandboxd.kube.PodWrites;
@@ -43,13 +44,14 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 
 /**
- * The cluster side, wired: informers on snippet and tool pods, the warm pool and its maintenance (behind leader
+ * The cluster side, wired: informers on snippet and tool pods and on nodes, the warm pool and its maintenance (behind leader
  * election), sessions, and the runners the HTTP layer calls.
  */
 final class ClusterSandboxes implements AutoCloseable {
 
     private static final Logger LOGGER = Logger.getLogger(ClusterSandboxes.class.getName());
 
+    private final NodeCache nodes;
     private final PodCache snippetPods;
     private final PodCache toolPods;
     private final PoolRecord createdTotal;
@@ -71,8 +73,10 @@ final class ClusterSandboxes implements AutoCloseable {
         ToolSettings tool = config.tool();
 
         seal = PodSeal.watching(config.podSealKeysDir());
-        snippetPods = PodCache.start(client, namespace, SandboxLabels.snippetSelector(), seal);
-        toolPods = PodCache.start(client, namespace, SandboxLabels.toolSelector(), seal);
+        // Which nodes are down, so that no pod on one is handed out or counted in the pool, and the leader deletes them.
+        nodes = NodeCache.start(client, clock);
+        snippetPods = PodCache.start(client, namespace, SandboxLabels.snippetSelector(), seal, nodes);
+        toolPods = PodCache.start(client, namespace, SandboxLabels.toolSelector(), seal, nodes);
         PodWrites writes = new PodWrites(client, namespace, seal);
         // GET /v1/pool is pool-wide (D8): created_total kept in a ConfigMap, in_flight from the informer cache.
         createdTotal = PoolRecord.inCluster(client, namespace);
@@ -184,5 +188,6 @@ final class ClusterSandboxes implements AutoCloseable {
         createdTotal.close();
         snippetPods.close();
         toolPods.close();
+        nodes.close();
     }
 }

@@ -6,6 +6,7 @@ import java.util.List;
 import io.sandboxd.pool.PoolStatusSource;
 
 import io.helidon.metrics.api.Counter;
+import io.helidon.metrics.api.FunctionalCounter;
 import io.helidon.metrics.api.Gauge;
 import io.helidon.metrics.api.MeterRegistry;
 import io.helidon.metrics.api.Metrics;
@@ -48,6 +49,10 @@ public final class ApiMetrics {
                                      .description("Requests on this replica waiting for a warm pod"));
         registry.getOrCreate(Gauge.builder("sandboxd.tool.pool.warm", pool::warmToolPods)
                                      .description("Warm tool pods (tool.warmImages) ready for a call right now"));
+        registry.getOrCreate(FunctionalCounter.builder("sandboxd.pods.deleted.dead.node", pool,
+                                                       PoolStatusSource::podsDeletedOnDeadNodes)
+                                     .description("Sandbox pods this replica, leading, force-deleted because their"
+                                                          + " node was down (lifecycle.deadNodePodDeleteSeconds)"));
         return new ApiMetrics(registry);
     }
 

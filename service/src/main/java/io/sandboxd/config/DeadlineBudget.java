@@ -42,6 +42,7 @@ public final class DeadlineBudget {
     private final Duration sessionIdleAfter;
     private final Duration sessionMaxLifetime;
     private final Duration reservationHold;
+    private final Duration deadNodePodDelete;
 
     private DeadlineBudget(SnippetSettings snippet, ToolSettings tool, LifecycleSettings lifecycle) {
         Duration snippetMax = Duration.ofSeconds(snippet.maxTimeoutSeconds());
@@ -56,6 +57,7 @@ public final class DeadlineBudget {
         sessionIdleAfter = max(Duration.ofSeconds(snippet.sessionIdleSeconds()), longestRun.plus(SESSION_IDLE_MARGIN));
         sessionMaxLifetime = Duration.ofSeconds(snippet.sessionMaxLifetimeSeconds());
         reservationHold = lifecycle.reservationHold();
+        deadNodePodDelete = lifecycle.deadNodePodDelete();
     }
 
     /**
@@ -206,6 +208,14 @@ public final class DeadlineBudget {
     /** @return how long past its {@code reserved-until} the leader deletes a lapsed reservation */
     public Duration reservationLapseGrace() {
         return RESERVATION_SKEW;
+    }
+
+    /**
+     * @return how long a node has been down (Ready False or Unknown since the condition's {@code lastTransitionTime},
+     *     or gone) before the leader force-deletes the sandbox pods bound to it ({@code lifecycle.deadNodePodDeleteSeconds})
+     */
+    public Duration deadNodePodDelete() {
+        return deadNodePodDelete;
     }
 
     private static Duration max(Duration a, Duration b) {

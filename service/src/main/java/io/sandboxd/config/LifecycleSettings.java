@@ -12,12 +12,16 @@ import io.helidon.config.Config;
  *                        service proxies take to stop sending it new connections
  * @param reservationHold how long a reservation holds without renewal; after it a dead replica's reserved pods lapse
  *                        and the pool's leader deletes them (renewed at half, handed out only with a quarter left)
+ * @param deadNodePodDelete how long a node is down (its Ready condition False or Unknown, counted from the condition's
+ *                        {@code lastTransitionTime}; or the Node object gone) before the pool's leader force-deletes
+ *                        the sandbox pods bound to it: without a kubelet nothing else ever removes them
  */
-public record LifecycleSettings(Duration shutdownDelay, Duration reservationHold) {
+public record LifecycleSettings(Duration shutdownDelay, Duration reservationHold, Duration deadNodePodDelete) {
 
     /** The defaults. */
     public static final LifecycleSettings DEFAULTS = new LifecycleSettings(Duration.ofSeconds(5),
-                                                                           Duration.ofSeconds(120));
+                                                                           Duration.ofSeconds(120),
+                                                                           Duration.ofSeconds(60));
 
     /** The shortest reservation hold: renewals run every few seconds and must not race the lapse. */
     public static final Duration MIN_RESERVATION_HOLD = Duration.ofSeconds(20);
@@ -27,12 +31,17 @@ public record LifecycleSettings(Duration shutdownDelay, Duration reservationHold
                 Duration.ofSeconds(node.get("shutdownDelaySeconds").asLong()
                                            .orElse(DEFAULTS.shutdownDelay().toSeconds())),
                 Duration.ofSeconds(node.get("reservationHoldSeconds").asLong()
-                                           .orElse(DEFAULTS.reservationHold().toSeconds())));
+                                           .orElse(DEFAULTS.reservationHold().toSeconds())),
+                Duration.ofSeconds(node.get("deadNodePodDeleteSeconds").asLong()
+                                           .orElse(DEFAULTS.deadNodePodDelete().toSeconds())));
     }
 
     void validate() {
         if (shutdownDelay.isNegative()) {
             throw new IllegalArgumentException("sandbox.lifecycle.shutdownDelaySeconds must be 0 or more");
+        }
+        if (deadNodePodDelete.isNegative()) {
+            throw new IllegalArgumentException("sandbox.lifecycle.deadNodePodDeleteSeconds must be 0 or more");
         }
         if (reservationHold.compareTo(MIN_RESERVATION_HOLD) < 0) {
             throw new IllegalArgumentException("sandbox.lifecycle.reservationHoldSeconds must be at least "

@@ -15,10 +15,28 @@ import io.helidon.config.Config;
  * @param supplementalGroupsPolicy {@code Strict} (the processes get the pod's own groups only, never one the image's
  *                                {@code /etc/group} lists for their uid), {@code Merge}, or empty for the cluster's
  *                                default (Merge)
+ * @param placement               where sandbox pods may run: node selector, tolerations, spread over nodes
  */
 public record SecuritySettings(String seccompProfileType, String seccompLocalhostProfile, String runtimeClassName,
                                IsolationGateSettings isolationGate, UidRange sandboxUids,
-                               String supplementalGroupsPolicy) {
+                               String supplementalGroupsPolicy, PlacementSettings placement) {
+
+    /**
+     * Settings with the default placement (any node, spread softly over nodes).
+     *
+     * @param seccompProfileType       {@code RuntimeDefault} or {@code Localhost}
+     * @param seccompLocalhostProfile  profile path (Localhost only)
+     * @param runtimeClassName         optional RuntimeClass; empty for none
+     * @param isolationGate            the isolation gate's checks
+     * @param sandboxUids              the uids sandbox pods run as
+     * @param supplementalGroupsPolicy {@code Strict}, {@code Merge} or empty
+     */
+    public SecuritySettings(String seccompProfileType, String seccompLocalhostProfile, String runtimeClassName,
+                            IsolationGateSettings isolationGate, UidRange sandboxUids,
+                            String supplementalGroupsPolicy) {
+        this(seccompProfileType, seccompLocalhostProfile, runtimeClassName, isolationGate, sandboxUids,
+             supplementalGroupsPolicy, PlacementSettings.DEFAULTS);
+    }
 
     /**
      * Settings with the default uid range and the cluster's supplemental groups policy.
@@ -46,7 +64,8 @@ public record SecuritySettings(String seccompProfileType, String seccompLocalhos
      */
     public SecuritySettings withOwnAddress(String ownAddress) {
         return new SecuritySettings(seccompProfileType, seccompLocalhostProfile, runtimeClassName,
-                                    isolationGate.withOwnAddress(ownAddress), sandboxUids, supplementalGroupsPolicy);
+                                    isolationGate.withOwnAddress(ownAddress), sandboxUids, supplementalGroupsPolicy,
+                                    placement);
     }
 
     /**
@@ -55,7 +74,16 @@ public record SecuritySettings(String seccompProfileType, String seccompLocalhos
      */
     public SecuritySettings withRuntimeClassName(String runtimeClass) {
         return new SecuritySettings(seccompProfileType, seccompLocalhostProfile, runtimeClass, isolationGate,
-                                    sandboxUids, supplementalGroupsPolicy);
+                                    sandboxUids, supplementalGroupsPolicy, placement);
+    }
+
+    /**
+     * @param where where sandbox pods may run
+     * @return these settings with that placement
+     */
+    public SecuritySettings withPlacement(PlacementSettings where) {
+        return new SecuritySettings(seccompProfileType, seccompLocalhostProfile, runtimeClassName, isolationGate,
+                                    sandboxUids, supplementalGroupsPolicy, where);
     }
 
     static SecuritySettings from(Config node) {
@@ -65,7 +93,8 @@ public record SecuritySettings(String seccompProfileType, String seccompLocalhos
                 node.get("runtimeClassName").asString().orElse(""),
                 IsolationGateSettings.from(node.get("isolationGate")),
                 UidRange.from(node.get("sandboxUidRange")),
-                node.get("supplementalGroupsPolicy").asString().orElse(""));
+                node.get("supplementalGroupsPolicy").asString().orElse(""),
+                PlacementSettings.from(node.get("placement")));
         settings.validate();
         return settings;
     }

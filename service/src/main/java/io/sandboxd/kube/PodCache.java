@@ -27,7 +27,8 @@ import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
  * made (their {@link PodSeal seal} verifies): a pod that merely carries sandboxd's labels, made by another creator, is
  * never seen by the pool, the sessions or the tool calls ({@link #unsealed()} lists those for the leader to delete).
  * Waiting is event-driven: a waiter re-evaluates its condition each time the informer reports a change, and otherwise
- * sleeps on a condition variable.
+ * sleeps on a condition variable. A change of a node's readiness ({@link NodeCache}) counts as a change of the pods on
+ * it: the pods' own objects change only when the node controller gets to them, a grace period later.
  */
 public final class PodCache implements AutoCloseable {
 
@@ -35,15 +36,18 @@ public final class PodCache implements AutoCloseable {
 
     private final String namespace;
     private final PodSeal seal;
+    private final NodeCache nodes;
     private final SharedIndexInformer<Pod> informer;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
     private final List<Runnable> listeners = new CopyOnWriteArrayList<>();
     private long generation;
 
-    private PodCache(KubernetesClient client, String namespace, Map<String, String> selector, PodSeal seal) {
+    private PodCache(KubernetesClient client, String namespace, Map<String, String> selector, PodSeal seal,
+                     NodeCache nodes) {
         this.namespace = namespace;
         this.seal = seal;
+        this.nodes = nodes;
         this.informer = client.pods().inNamespace(namespace).withLabels(selector).runnableInformer(0);
         // Keep retrying when the API server cannot be reached (the default is to stop for good after a failed
         // initial list); readiness stays down meanwhile. Only a response that cannot be parsed stops the informer.
@@ -85,7 +89,23 @@ public final class PodCache implements AutoCloseable {
      */
     public static PodCache start(KubernetesClient client, String namespace, Map<String, String> selector,
                                  PodSeal seal) {
-        PodCache cache = new PodCache(client, namespace, selector, seal);
+        return start(client, namespace, selector, seal, NodeCache.unwatched());
+    }
+
+    /**
+     * Starts an informer that also knows which nodes are down; returns at once (see {@link #synced()}).
+     *
+     * @param client    Kubernetes client
+     * @param namespace sandbox namespace
+     * @param selector  label selector
+     * @param seal      which pods sandboxd made (only those are shown)
+     * @param nodes     which nodes are down (a change there wakes waiters and listeners as a pod change does)
+     * @return the cache
+     */
+    public static PodCache start(KubernetesClient client, String namespace, Map<String, String> selector,
+                                 PodSeal seal, NodeCache nodes) {
+        PodCache cache = new PodCache(client, namespace, selector, seal, nodes);
+        nodes.onChange(cache::changed);
         cache.informer.start().whenComplete((ignored, error) -> {
             if (error != null) {
                 LOGGER.log(Level.SEVERE, "pod informer for " + selector + " failed to start: " + error.getMessage());
@@ -128,13 +148,31 @@ public final class PodCache implements AutoCloseable {
     }
 
     /**
+     * @param pod a pod from this cache
+     * @return its node, when that is down ({@link NodeCache}): the pod cannot serve, whatever its own status says
+     */
+    public Optional<NodeCache.Down> downNodeOf(Pod pod) {
+        return nodes.downNodeOf(pod);
+    }
+
+    /**
+     * @return the nodes this cache consults
+     */
+    public NodeCache nodes() {
+        return nodes;
+    }
+
+    /**
+     * The candidates for handing out: never a pod on a down node, even while its own Ready condition still says True
+     * (the node controller flips it only after its grace period, and only when it gets to it).
+     *
      * @param filter which pods
-     * @return the pods the informer holds that pass {@code filter}, shuffled (so that replicas and requests racing
-     *         for pods spread over different ones)
+     * @return the pods the informer holds that pass {@code filter} and are not on a down node, shuffled (so that
+     *         replicas and requests racing for pods spread over different ones)
      */
     public List<Pod> inRandomOrder(Predicate<Pod> filter) {
         List<Pod> pods = new ArrayList<>(informer.getStore().list().stream().filter(filter.and(seal::isSealed))
-                                                 .toList());
+                                                 .filter(pod -> nodes.downNodeOf(pod).isEmpty()).toList());
         Collections.shuffle(pods);
         return pods;
     }

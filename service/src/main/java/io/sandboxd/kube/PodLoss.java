@@ -12,7 +12,8 @@ import io.fabric8.kubernetes.api.model.Pod;
 
 /**
  * Tells a call in flight that its pod is lost, as the informer cache sees it: a container of the pod has ended, the pod
- * has finished, or the pod is gone. When a pod's processes die the node's kernel mostly resets the call's connection
+ * has finished, the pod is gone, or the pod's node is down ({@link NodeCache}: a node whose kubelet died sends no
+ * reset and never reports the pod's end, so the call would otherwise wait for its deadline). When a pod's processes die the node's kernel mostly resets the call's connection
  * at once, but not under gVisor: the sandbox's own network stack dies with it and nothing resets, so without this the
  * call would wait for its deadline (SandboxPodLossIT).
  */
@@ -45,7 +46,7 @@ public final class PodLoss {
     private void check(Watch watch) {
         Optional<Pod> pod = cache.pod(watch.pod());
         Optional<String> loss = pod.isEmpty() ? (watch.seen() ? Optional.of("the pod is gone") : Optional.empty())
-                : lossOf(pod.get());
+                : lossOf(pod.get()).or(() -> cache.downNodeOf(pod.get()).map(NodeCache.Down::describe));
         loss.ifPresent(watch.lost()::complete);
     }
 

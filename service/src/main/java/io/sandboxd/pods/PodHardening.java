@@ -1,9 +1,11 @@
 package io.sandboxd.pods;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import io.sandboxd.config.PlacementSettings;
 import io.sandboxd.config.ResourceSettings;
 import io.sandboxd.config.SecuritySettings;
 
@@ -24,6 +26,9 @@ import io.fabric8.kubernetes.api.model.SeccompProfile;
 import io.fabric8.kubernetes.api.model.SeccompProfileBuilder;
 import io.fabric8.kubernetes.api.model.SecurityContext;
 import io.fabric8.kubernetes.api.model.SecurityContextBuilder;
+import io.fabric8.kubernetes.api.model.Toleration;
+import io.fabric8.kubernetes.api.model.TopologySpreadConstraint;
+import io.fabric8.kubernetes.api.model.TopologySpreadConstraintBuilder;
 import io.fabric8.kubernetes.api.model.Volume;
 import io.fabric8.kubernetes.api.model.VolumeBuilder;
 
@@ -42,7 +47,8 @@ final class PodHardening {
 
     /**
      * Applies the pod-level rules every sandbox pod shares: one use, no service-account token, no service
-     * links, no host namespaces, no grace period, the pod security context and the optional runtime class.
+     * links, no host namespaces, no grace period, the pod security context, the optional runtime class and the
+     * placement ({@link #place}).
      *
      * @param uid the pod's own uid, also its gid and fsGroup (emptyDirs belong to that group)
      * @return the pod, hardened
@@ -58,7 +64,50 @@ final class PodHardening {
         spec.setTerminationGracePeriodSeconds(0L);
         spec.setRuntimeClassName(security.runtimeClassName().isBlank() ? null : security.runtimeClassName());
         spec.setSecurityContext(podSecurityContext(security, uid));
+        place(spec, security.placement(), pod.getMetadata().getLabels().get(SandboxLabels.KIND));
         return pod;
+    }
+
+    /**
+     * Where the pod may run, exactly as configured (the admission policy {@code sandboxd-placement} refuses any other
+     * node selector, toleration or spread, and any affinity): the node selector and tolerations of dedicated sandbox
+     * nodes, and a spread over nodes among the pods of its kind, so that one node lost does not take the whole warm
+     * pool. No affinity, no node name: the scheduler picks the node.
+     *
+     * @param kind the pod's {@link SandboxLabels#KIND}: snippet pods spread among snippet pods, tool pods among tool
+     *             pods
+     */
+    static void place(PodSpec spec, PlacementSettings placement, String kind) {
+        spec.setNodeSelector(placement.nodeSelector().isEmpty() ? null : new LinkedHashMap<>(placement.nodeSelector()));
+        spec.setTolerations(placement.tolerations().isEmpty() ? null
+                : placement.tolerations().stream().map(PodHardening::toleration).toList());
+        spec.setTopologySpreadConstraints(placement.topologySpread().isEmpty() ? null
+                : List.of(spreadOverNodes(placement.topologySpread(), kind)));
+    }
+
+    /** One spread constraint: by node, skew at most 1, among the pods sandboxd made of this kind. */
+    static TopologySpreadConstraint spreadOverNodes(String whenUnsatisfiable, String kind) {
+        // In this order on every replica: the pod's revision is a digest of it.
+        Map<String, String> selector = new LinkedHashMap<>();
+        selector.put(SandboxLabels.MANAGED_BY, SandboxLabels.MANAGER);
+        selector.put(SandboxLabels.KIND, kind);
+        return new TopologySpreadConstraintBuilder()
+                .withTopologyKey(PlacementSettings.TOPOLOGY_KEY)
+                .withMaxSkew(1)
+                .withWhenUnsatisfiable(whenUnsatisfiable)
+                .withNewLabelSelector()
+                    .withMatchLabels(selector)
+                .endLabelSelector()
+                .build();
+    }
+
+    private static Toleration toleration(PlacementSettings.PodToleration t) {
+        return new Toleration(blankToNull(t.effect()), blankToNull(t.key()), blankToNull(t.operator()),
+                              t.tolerationSeconds(), blankToNull(t.value()));
+    }
+
+    private static String blankToNull(String value) {
+        return value.isEmpty() ? null : value;
     }
 
     static PodSecurityContext podSecurityContext(SecuritySettings security, long uid) {

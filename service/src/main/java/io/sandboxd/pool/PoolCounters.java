@@ -6,6 +6,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.pods.PodStates;
@@ -28,6 +29,7 @@ public final class PoolCounters {
     private final Clock clock;
     private final Duration longestRun;
     private final AtomicInteger runsHere = new AtomicInteger();
+    private final AtomicLong deletedOnDeadNodes = new AtomicLong();
 
     /**
      * Counters of one process, in memory (tests): {@code in_flight} is this process's runs.
@@ -53,6 +55,18 @@ public final class PoolCounters {
     /** This replica created a snippet pod (pool or session pod). */
     public void podCreated() {
         createdTotal.add(1);
+    }
+
+    /** This replica, leading, force-deleted a sandbox pod whose node was down (a metric, this replica's own). */
+    public void podDeletedOnDeadNode() {
+        deletedOnDeadNodes.incrementAndGet();
+    }
+
+    /**
+     * @return sandbox pods this replica deleted because their node was down, since it started
+     */
+    public long podsDeletedOnDeadNodes() {
+        return deletedOnDeadNodes.get();
     }
 
     /**

@@ -37,4 +37,11 @@ public interface PoolStatusSource {
     default int warmToolPods() {
         return 0;
     }
+
+    /**
+     * @return sandbox pods this replica (while leading) force-deleted because their node was down (a metric)
+     */
+    default long podsDeletedOnDeadNodes() {
+        return 0;
+    }
 }

@@ -121,13 +121,19 @@ class SandboxConfigTest {
         SandboxConfig defaults = SandboxConfig.from(ConfigLoader.load(null).get("sandbox"));
         assertEquals(LifecycleSettings.DEFAULTS, defaults.lifecycle());
         Path file = Files.writeString(dir.resolve("lifecycle.yaml"),
-                "sandbox: {lifecycle: {shutdownDelaySeconds: 0, reservationHoldSeconds: 30}}");
-        assertEquals(new LifecycleSettings(java.time.Duration.ZERO, java.time.Duration.ofSeconds(30)),
+                "sandbox: {lifecycle: {shutdownDelaySeconds: 0, reservationHoldSeconds: 30, deadNodePodDeleteSeconds: 5}}");
+        assertEquals(new LifecycleSettings(java.time.Duration.ZERO, java.time.Duration.ofSeconds(30),
+                                           java.time.Duration.ofSeconds(5)),
                      SandboxConfig.from(ConfigLoader.load(file.toString()).get("sandbox")).lifecycle());
         Path tooShort = Files.writeString(dir.resolve("short.yaml"), "sandbox: {lifecycle: {reservationHoldSeconds: 10}}");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> SandboxConfig.from(ConfigLoader.load(tooShort.toString()).get("sandbox")));
         assertEquals("sandbox.lifecycle.reservationHoldSeconds must be at least 20", e.getMessage());
+        assertEquals(java.time.Duration.ofSeconds(60), defaults.lifecycle().deadNodePodDelete());
+        Path negative = Files.writeString(dir.resolve("dead.yaml"), "sandbox: {lifecycle: {deadNodePodDeleteSeconds: -1}}");
+        IllegalArgumentException n = assertThrows(IllegalArgumentException.class,
+                () -> SandboxConfig.from(ConfigLoader.load(negative.toString()).get("sandbox")));
+        assertEquals("sandbox.lifecycle.deadNodePodDeleteSeconds must be 0 or more", n.getMessage());
     }
 
     @Test
@@ -165,5 +171,49 @@ class SandboxConfigTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> SandboxConfig.from(ConfigLoader.load(file.toString()).get("sandbox")));
         assertTrue(e.getMessage().contains("is not CHANNEL:TARGET"), e.getMessage());
+    }
+
+    @Test
+    void sandboxPodsSpreadSoftlyOverAnyNodeByDefaultAndTheOperatorsFilePlacesThem() throws Exception {
+        assertEquals(PlacementSettings.DEFAULTS, SandboxConfig.defaults().security().placement());
+        assertEquals("ScheduleAnyway", PlacementSettings.DEFAULTS.topologySpread());
+        Path file = Files.writeString(dir.resolve("application.yaml"), """
+                sandbox:
+                  security:
+                    placement:
+                      topologySpread: DoNotSchedule
+                      nodeSelector:
+                        - {key: sandboxd.io/sandbox-node, value: "true"}
+                        - {key: kubernetes.io/arch, value: amd64}
+                      tolerations:
+                        - {key: sandboxd.io/sandbox, operator: Equal, value: "true", effect: NoSchedule}
+                        - {key: node.example/flaky, operator: Exists, effect: NoExecute, tolerationSeconds: 30}
+                """);
+        PlacementSettings placement = SandboxConfig.from(ConfigLoader.load(file.toString()).get("sandbox"))
+                .security().placement();
+        assertEquals(new PlacementSettings("DoNotSchedule",
+                java.util.Map.of("sandboxd.io/sandbox-node", "true", "kubernetes.io/arch", "amd64"),
+                java.util.List.of(
+                        new PlacementSettings.PodToleration("sandboxd.io/sandbox", "Equal", "true", "NoSchedule", null),
+                        new PlacementSettings.PodToleration("node.example/flaky", "Exists", "", "NoExecute", 30L))),
+                placement);
+    }
+
+    @Test
+    void aPlacementTheApiWouldRefuseIsRefusedAtStartup() throws Exception {
+        for (String bad : java.util.List.of(
+                "{topologySpread: Sometimes}",
+                "{tolerations: [{key: a, operator: Like}]}",
+                "{tolerations: [{key: a, effect: NoEntry}]}",
+                "{tolerations: [{key: a, operator: Exists, value: b}]}",
+                "{tolerations: [{value: b}]}",
+                "{tolerations: [{key: a, effect: NoSchedule, tolerationSeconds: 5}]}",
+                "{nodeSelector: [{value: b}]}",
+                "{nodeSelector: [{key: a, value: b}, {key: a, value: c}]}")) {
+            Path file = Files.writeString(dir.resolve("bad.yaml"), "sandbox: {security: {placement: " + bad + "}}");
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> SandboxConfig.from(ConfigLoader.load(file.toString()).get("sandbox")), bad);
+            assertTrue(e.getMessage().startsWith("sandbox.security.placement."), e.getMessage());
+        }
     }
 }

@@ -21,6 +21,7 @@ import java.util.function.UnaryOperator;
 import java.util.logging.Logger;
 
 import io.sandboxd.kube.CoalescedPasses;
+import io.sandboxd.kube.NodeCache;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
@@ -154,7 +155,7 @@ final class ReservedPods implements AutoCloseable {
         while ((reservation = queued.pollFirst()) != null) {
             Optional<Pod> current = cache.pod(reservation.name());
             boolean serviceable = current.isPresent() && PodStates.isReady(current.get())
-                    && !PodStates.isDeleting(current.get())
+                    && !PodStates.isDeleting(current.get()) && cache.downNodeOf(current.get()).isEmpty()
                     && !reservation.until().minus(times.handOutMargin()).isBefore(now);
             if (serviceable) {
                 recordHandOver(reservation, requestId, project, now);
@@ -203,15 +204,38 @@ final class ReservedPods implements AutoCloseable {
         }
     }
 
-    /** One pass: pass on and adopt what was asked for, renew what is about to lapse, then reserve up to capacity. */
+    /**
+     * One pass: give back what sits on a down node, pass on and adopt what was asked for, renew what is about to lapse,
+     * then reserve up to capacity.
+     */
     synchronized void maintain() {
         if (!cache.synced()) {
             return;
         }
+        giveBackFromDownNodes();
         passOnWanted();
         adoptPassedOn();
         renew();
         reserve();
+    }
+
+    /**
+     * A reservation on a down node is released at once, given back as warm: no request of this replica could use it, it
+     * no longer counts towards the pool's target, and the leader deletes it once the node has been down for
+     * {@code lifecycle.deadNodePodDeleteSeconds} (should the node come back first, it serves again).
+     */
+    private void giveBackFromDownNodes() {
+        for (Reservation reservation : List.copyOf(queued)) {
+            Optional<NodeCache.Down> down = cache.pod(reservation.name()).flatMap(cache::downNodeOf);
+            if (down.isEmpty() || !queued.remove(reservation)) {
+                continue; // on a live node, or a request of this replica took it meanwhile
+            }
+            if (updateOwned(reservation.pod(), PoolMarks::warm).isPresent()) {
+                LOGGER.info("reserved pod " + reservation.name() + " can no longer serve (" + down.get().describe()
+                        + "); gave it back to the pool");
+            }
+            held.letGo(reservation.name());
+        }
     }
 
     private void passOnWanted() {

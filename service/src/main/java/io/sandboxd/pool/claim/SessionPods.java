@@ -220,7 +220,9 @@ public final class SessionPods {
             Optional<Pod> current = cache.pod(name);
             if (current.isPresent() && !usable(current.get(), hash)) {
                 // Expiring, finished or being deleted: wait until it is gone, then create a fresh one.
-                if (!PodStates.isDeleting(current.get())) {
+                // One stuck terminating on a down node (evicted by the node's taint, with no kubelet left to end it)
+                // is deleted again: at grace period 0 the API server removes it at once.
+                if (!PodStates.isDeleting(current.get()) || cache.downNodeOf(current.get()).isPresent()) {
                     writes.delete(name);
                 }
                 if (cache.await(() -> cache.pod(name).isEmpty() ? Optional.of(true) : Optional.empty(),
@@ -251,8 +253,13 @@ public final class SessionPods {
         throw new FailedRun(new Failure.NoWarmPod());
     }
 
+    /**
+     * Whether a session's pod may take its next run. One on a down node may not (its interpreter is as good as lost): it
+     * is replaced, as one that finished is, and the session starts afresh. A run under way on it when the node went down
+     * is answered with the lost pod's error ({@link io.sandboxd.kube.PodLoss}).
+     */
     private boolean usable(Pod pod, String hash) {
-        return !PodStates.isDeleting(pod) && !PodStates.isTerminal(pod)
+        return !PodStates.isDeleting(pod) && !PodStates.isTerminal(pod) && cache.downNodeOf(pod).isEmpty()
                 && hash.equals(PodStates.labels(pod).get(SandboxLabels.SESSION))
                 && !PodStates.annotations(pod).containsKey(SandboxLabels.EXPIRING)
                 && !PoolMarks.pastLifetime(pod, bounds.maxLifetime(), clock.instant());

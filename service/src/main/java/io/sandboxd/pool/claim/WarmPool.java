@@ -159,12 +159,12 @@ public final class WarmPool implements AutoCloseable {
 
     /**
      * @return pods of this replica's spec ready to serve a request right now (cluster-wide, from the informer): warm,
-     *         or reserved by a replica and not yet handed out
+     *         or reserved by a replica and not yet handed out, and not on a down node
      */
     public int warmCount() {
         int count = 0;
         for (Pod pod : cache.pods()) {
-            if (PodStates.isReadyToServe(pod) && current.test(pod)) {
+            if (PodStates.isReadyToServe(pod) && current.test(pod) && cache.downNodeOf(pod).isEmpty()) {
                 count++;
             }
         }

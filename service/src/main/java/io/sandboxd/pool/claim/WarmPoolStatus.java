@@ -66,4 +66,9 @@ public final class WarmPoolStatus implements PoolStatusSource {
     public int warmToolPods() {
         return warmToolPods == null ? 0 : warmToolPods.readyCount();
     }
+
+    @Override
+    public long podsDeletedOnDeadNodes() {
+        return counters.podsDeletedOnDeadNodes();
+    }
 }

@@ -9,13 +9,17 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.LinkedHashMap;
+import java.util.Optional;
 import java.util.Set;
+import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.sandboxd.config.DeadlineBudget;
 import io.sandboxd.config.WarmToolImage;
 import io.sandboxd.kube.CoalescedPasses;
 import io.sandboxd.kube.ExponentialBackoff;
+import io.sandboxd.kube.NodeCache;
 import io.sandboxd.kube.PendingCreates;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
@@ -36,9 +40,18 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * longer serve: finished pods, claims and reservations orphaned by a crashed replica; and it has the
  * {@link IdlePodCleaner} delete D4 session pods idle or past their lifetime, and orphaned tool pods, and the
  * {@link WarmToolPodKeeper} keep the warm tool pods of D9. Each pass sorts the cached pods into groups, then runs the
- * named steps in order: delete finished, delete lapsed reservations, delete orphaned claims, refill or trim, replace
- * outdated, clean sessions and tool pods, keep warm tool pods. It runs on informer events
- * (coalesced) and on a short timer for the time-based rules; it reads only the informer caches.
+ * named steps in order: delete finished, delete lapsed reservations, delete orphaned claims, delete the pods of down
+ * nodes, refill or trim, replace outdated, clean sessions and tool pods, keep warm tool pods. It runs on informer
+ * events (coalesced) and on a short timer for the time-based rules; it reads only the informer caches (and the API
+ * server's copy of an object before a delete the cache alone must not decide).
+ *
+ * <p>Pods on a down node ({@link NodeCache}: Ready False or Unknown, or the Node gone) are ghosts, as Kubernetes' own
+ * node lifecycle and pod GC controllers treat them: from the moment the node is down they are no part of the pool (not
+ * counted towards the target, so replacements start on live nodes at once, and never handed out); once the node has
+ * been down for {@code lifecycle.deadNodePodDeleteSeconds} (from its Ready condition's {@code lastTransitionTime}) the
+ * leader force-deletes them (grace period 0, the only delete that removes a pod whose kubelet is gone), so they hold
+ * neither the namespace's quota nor anyone's reservation. {@code created_total} counts pods when they are created,
+ * so a ghost and its replacement are one pod each.
  *
  * <p>Why the pool does not overshoot: only the leader creates pool pods; it counts the unclaimed pods in its cache plus
  * the pods it created that the cache has not shown yet, and creates only the difference to the target. A new leader
@@ -73,6 +86,7 @@ public final class PoolReconciler implements AutoCloseable {
      * @param sessionIdleAfter      idle time after which a session pod is destroyed
      * @param sessionMaxLifetime    age after which a session pod takes no run and is destroyed
      * @param reservationLapseGrace how long past its {@code reserved-until} a reservation is deleted
+     * @param deadNodePodDelete     how long a node is down before its sandbox pods are force-deleted
      */
     public record Limits(int target,
                          int poolMax,
@@ -81,7 +95,8 @@ public final class PoolReconciler implements AutoCloseable {
                          Duration orphanedToolPodAfter,
                          Duration sessionIdleAfter,
                          Duration sessionMaxLifetime,
-                         Duration reservationLapseGrace) {
+                         Duration reservationLapseGrace,
+                         Duration deadNodePodDelete) {
 
         /**
          * @param target pool target
@@ -91,7 +106,7 @@ public final class PoolReconciler implements AutoCloseable {
         public static Limits of(int target, DeadlineBudget budget) {
             return new Limits(target, target, FIXED_POOL_SHRINK_AFTER, budget.orphanedClaimAfter(),
                               budget.orphanedToolPodAfter(), budget.sessionIdleAfter(), budget.sessionMaxLifetime(),
-                              budget.reservationLapseGrace());
+                              budget.reservationLapseGrace(), budget.deadNodePodDelete());
         }
 
         /**
@@ -101,7 +116,7 @@ public final class PoolReconciler implements AutoCloseable {
          */
         public Limits followingDemand(int poolMax, Duration shrinkAfter) {
             return new Limits(target, poolMax, shrinkAfter, orphanedClaimAfter, orphanedToolPodAfter,
-                              sessionIdleAfter, sessionMaxLifetime, reservationLapseGrace);
+                              sessionIdleAfter, sessionMaxLifetime, reservationLapseGrace, deadNodePodDelete);
         }
     }
 
@@ -130,6 +145,8 @@ public final class PoolReconciler implements AutoCloseable {
     /** Pool pods created that the informer has not shown yet, by the revision of the spec they were made from. */
     private final PendingCreates<String> pendingCreates = new PendingCreates<>(PENDING_CREATE_EXPIRY);
     private final ExponentialBackoff createBackoff = new ExponentialBackoff(FIRST_RETRY, LONGEST_RETRY);
+    /** Pods of down nodes this leader deleted, until the informer no longer shows them (each is counted once). */
+    private final Set<String> deletedOnDownNodes = new HashSet<>();
     private volatile boolean leading;
 
     /**
@@ -247,6 +264,7 @@ public final class PoolReconciler implements AutoCloseable {
         deleteFinished(pods.finished());
         deleteLapsedReservations(pods.lapsed(), now);
         deleteOrphanedClaims(pods.orphaned());
+        deleteOnDownNodes(now);
         pendingCreates.forgetShownOrExpired(pods.seen()::contains, now);
         int have = pods.unclaimed().size() + pendingCreates.count();
         if (have < target) {
@@ -261,7 +279,7 @@ public final class PoolReconciler implements AutoCloseable {
             cleaner.unsealed(tools.unsealed(), now);
             List<Pod> toolPods = tools.pods();
             cleaner.toolPods(toolPods, now);
-            warmToolPods.keep(toolPods, now);
+            warmToolPods.keep(toolPods, pod -> tools.downNodeOf(pod).isPresent(), now);
         }
     }
 
@@ -270,6 +288,9 @@ public final class PoolReconciler implements AutoCloseable {
                                            new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
         for (Pod pod : pods) {
             sorted.seen().add(pod.getMetadata().getName());
+            if (snippets.downNodeOf(pod).isPresent()) {
+                continue; // a ghost: no part of the pool, whatever its labels say; deleteOnDownNodes is its only rule
+            }
             if (PodStates.isDeleting(pod)) {
                 continue;
             }
@@ -388,6 +409,52 @@ public final class PoolReconciler implements AutoCloseable {
                     .get(SandboxLabels.CLAIMED_BY) + " at " + PodStates.claimedAt(pod) + " was never released; deleting");
             writes.delete(pod.getMetadata().getName());
         }
+    }
+
+    /**
+     * Force-deletes every sandbox pod (snippet or tool, sealed or not, being deleted or not: one the node's taint
+     * evicted stays terminating for good without its kubelet) whose node has been down for longer than
+     * {@code lifecycle.deadNodePodDeleteSeconds}, once the API server's copy of the node confirms it.
+     */
+    private void deleteOnDownNodes(Instant now) {
+        Map<String, Optional<NodeCache.Down>> confirmed = new HashMap<>(); // one read of each node per pass
+        Set<String> present = new HashSet<>();
+        for (PodCache cache : tools.synced() ? List.of(snippets, tools) : List.of(snippets)) {
+            List<Pod> pods = new ArrayList<>(cache.pods());
+            pods.addAll(cache.unsealed());
+            for (Pod pod : pods) {
+                String name = pod.getMetadata().getName();
+                present.add(name);
+                Optional<NodeCache.Down> down = cache.downNodeOf(pod);
+                if (down.isEmpty() || !downLongEnough(down.get(), now) || deletedOnDownNodes.contains(name)) {
+                    continue;
+                }
+                Optional<NodeCache.Down> onServer = confirmed.computeIfAbsent(down.get().node(),
+                                                                              cache.nodes()::confirmedDown);
+                if (onServer.isPresent() && downLongEnough(onServer.get(), now) && writes.delete(name)) {
+                    deletedOnDownNodes.add(name);
+                    removedByLeader.add(name);
+                    counters.podDeletedOnDeadNode();
+                    logDeletedOnDownNode(pod, onServer.get(), now);
+                }
+            }
+        }
+        deletedOnDownNodes.retainAll(present);
+    }
+
+    private boolean downLongEnough(NodeCache.Down down, Instant now) {
+        return down.since().plus(limits.deadNodePodDelete()).isBefore(now);
+    }
+
+    private static void logDeletedOnDownNode(Pod pod, NodeCache.Down down, Instant now) {
+        long seconds = Duration.between(down.since(), now).toSeconds();
+        Map<String, Object> fields = new LinkedHashMap<>();
+        fields.put("pod", pod.getMetadata().getName());
+        fields.put("node", down.node());
+        fields.put("node_gone", down.gone());
+        fields.put("node_down_seconds", seconds);
+        LOGGER.log(Level.WARNING, "sandbox pod " + pod.getMetadata().getName() + " deleted (grace period 0): "
+                + down.describe() + (down.gone() ? ", seen gone " : ", not ready for ") + seconds + " s", fields);
     }
 
     private void replaceOutdated(List<Pod> outdated) {

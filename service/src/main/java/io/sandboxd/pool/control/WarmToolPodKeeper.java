@@ -8,6 +8,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Predicate;
 import java.util.logging.Logger;
 
 import io.sandboxd.config.WarmToolImage;
@@ -75,6 +76,18 @@ final class WarmToolPodKeeper {
      * @param now      now
      */
     void keep(List<Pod> toolPods, Instant now) {
+        keep(toolPods, pod -> false, now);
+    }
+
+    /**
+     * One pass over the tool pods.
+     *
+     * @param toolPods   every tool pod in the cache
+     * @param onDownNode whether a pod is on a down node: such a pod is no warm pod (not counted, replaced at once);
+     *                   the leader deletes it once the node has been down long enough
+     * @param now        now
+     */
+    void keep(List<Pod> toolPods, Predicate<Pod> onDownNode, Instant now) {
         if (images.isEmpty() && toolPods.stream().noneMatch(PodStates::isPoolPod)) {
             return;
         }
@@ -82,6 +95,9 @@ final class WarmToolPodKeeper {
         Set<String> seen = new HashSet<>();
         for (Pod pod : toolPods) {
             seen.add(pod.getMetadata().getName());
+            if (onDownNode.test(pod)) {
+                continue;
+            }
             boolean reserved = PodStates.isLabelledReserved(pod);
             if (!PodStates.isLabelledWarm(pod) && !reserved || PodStates.isDeleting(pod)) {
                 continue;

@@ -16,7 +16,9 @@ import java.util.function.Function;
 
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.kube.NodeCache;
 import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.TestNodes;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.limits.LimitExceeded;
 import io.sandboxd.limits.ProjectLimit;
@@ -59,6 +61,8 @@ class SessionPodsTest {
     private SessionPods sessions;
     private PoolCounters counters;
     private ExecutorService threads;
+    /** Set where a stand-in scheduler binds pods: like a kubelet, the stand-in then readies only a bound pod. */
+    private volatile boolean readyOnlyWhenBound;
     private final SnippetPodSpec spec = new SnippetPodSpec(NS, io.sandboxd.TestSettings.SNIPPET,
                                                            io.sandboxd.TestSettings.RUNTIME_DEFAULT);
 
@@ -179,6 +183,54 @@ class SessionPodsTest {
         assertEquals(2, counters.createdTotal());
     }
 
+    /**
+     * Issue 25: a session whose pod's node is down does not get that pod for its next run (it would hang on a dead
+     * address): the pod is deleted at once and the session starts afresh on another pod, as after its pod ended.
+     */
+    @Test
+    void aSessionWhosePodsNodeIsDownStartsAfreshOnANewPod() throws Exception {
+        TestNodes.node(client, "node-s", "True", Instant.now());
+        TestNodes.node(client, "node-t", "True", Instant.now());
+        java.util.concurrent.atomic.AtomicReference<String> scheduleOn = new java.util.concurrent.atomic.AtomicReference<>("node-s");
+        NodeCache nodes = NodeCache.start(client, Clock.systemUTC());
+        PodCache onNodes = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL, nodes);
+        try {
+            onNodes.await(() -> onNodes.synced() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10));
+            TestNodes.awaitSynced(nodes);
+            // stand-in for the scheduler: every session pod is bound to node-s, later node-t
+            readyOnlyWhenBound = true;
+            onNodes.onChange(() -> {
+                for (Pod pod : onNodes.pods()) {
+                    if (pod.getSpec().getNodeName() == null && !PodStates.isDeleting(pod)) {
+                        threads.submit(() -> bind(pod.getMetadata().getName(), scheduleOn.get()));
+                    }
+                }
+            });
+            SessionPods onNodeSessions = new SessionPods(onNodes, new PodWrites(client, NS, TestSeal.SEAL), spec,
+                                                         counters, "replica-a", Clock.systemUTC(),
+                                                         Duration.ofSeconds(10), Duration.ofSeconds(10), BOUNDS);
+            Future<Pod> first = threads.submit(() -> run(onNodeSessions, "proj-a", "conv-n", "req-1",
+                    claimed -> client.pods().inNamespace(NS).withName(claimed.name()).get()));
+            Pod before = first.get(20, TimeUnit.SECONDS);
+            TestNodes.await(() -> onNodes.pod(before.getMetadata().getName())
+                    .map(p -> "node-s".equals(p.getSpec().getNodeName())).orElse(false), "bound");
+
+            TestNodes.node(client, "node-s", "Unknown", Instant.now());
+            TestNodes.awaitDown(nodes, onNodes.pod(before.getMetadata().getName()).orElseThrow(), true);
+            scheduleOn.set("node-t"); // the scheduler avoids the down node
+            Future<Pod> second = threads.submit(() -> run(onNodeSessions, "proj-a", "conv-n", "req-2",
+                    claimed -> client.pods().inNamespace(NS).withName(claimed.name()).get()));
+            Pod after = second.get(20, TimeUnit.SECONDS);
+            assertEquals(before.getMetadata().getName(), after.getMetadata().getName(), "the session's own name");
+            assertNotEquals(before.getMetadata().getUid(), after.getMetadata().getUid(), "but a new pod");
+            assertEquals("node-t", onNodes.pod(after.getMetadata().getName()).orElseThrow().getSpec().getNodeName());
+            assertEquals(2, counters.createdTotal());
+        } finally {
+            onNodes.close();
+            nodes.close();
+        }
+    }
+
     @Test
     void sessionHashesDependOnProjectAndSession() {
         assertEquals(32, SessionPods.sessionHash("p", "s").length());
@@ -219,10 +271,22 @@ class SessionPodsTest {
         }
     }
 
+    private void bind(String name, String node) {
+        try {
+            Pod fresh = client.pods().inNamespace(NS).withName(name).get();
+            if (fresh != null && fresh.getSpec().getNodeName() == null) {
+                client.pods().inNamespace(NS).resource(TestNodes.on(fresh, node)).update();
+            }
+        } catch (RuntimeException e) {
+            // raced with a status update: the next event retries
+        }
+    }
+
     private void markReady(Pod pod) {
         try {
             Pod fresh = client.pods().inNamespace(NS).withName(pod.getMetadata().getName()).get();
-            if (fresh == null || PodStates.isReady(fresh)) {
+            if (fresh == null || PodStates.isReady(fresh)
+                || readyOnlyWhenBound && fresh.getSpec().getNodeName() == null) {
                 return;
             }
             client.pods().inNamespace(NS).resource(new PodBuilder(fresh).withNewStatus().withPhase("Running")

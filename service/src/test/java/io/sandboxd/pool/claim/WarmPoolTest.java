@@ -25,7 +25,9 @@ import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.api.ContractText;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.kube.NodeCache;
 import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.TestNodes;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 
@@ -189,6 +191,53 @@ class WarmPoolTest {
         FailedRun e = assertThrows(FailedRun.class, () -> a.claim("req", "p", Duration.ofMillis(800)));
         assertEquals(new Failure.NoWarmPod(), e.failure());
         assertEquals(0, a.warmCount());
+    }
+
+    /**
+     * Issue 25: a pod whose node is down is never handed out, by a claim or a reservation, even in the window before the
+     * node controller flips the pod's own Ready condition; a reservation on it is given back to the pool at once.
+     */
+    @Test
+    void aPodOnADownNodeIsNeverHandedOutThoughItStillSaysReadyAndItsReservationIsGivenBack() throws Exception {
+        Instant now = Instant.now();
+        TestNodes.node(client, "node-live", "True", now);
+        TestNodes.node(client, "node-dying", "True", now);
+        NodeCache nodes = NodeCache.start(client, Clock.systemUTC());
+        try {
+            PodCache cache = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL, nodes);
+            caches.add(cache);
+            awaitSynced(cache);
+            TestNodes.awaitSynced(nodes);
+            WarmPool reserving = new WarmPool(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-a",
+                                              Clock.systemUTC(), 1, TIMES, ip -> true, pod -> true);
+            pools.add(reserving);
+            Pod dying = readyWarmPod("sandbox-dying", "node-dying");
+            reserving.start();
+            awaitStored(pods -> pods.stream().anyMatch(p -> "reserved".equals(p.getMetadata().getLabels()
+                    .get(SandboxLabels.STATE))));
+            assertEquals(1, reserving.warmCount());
+
+            // The node controller marks node-dying Unknown; the pod itself still says Running and Ready.
+            TestNodes.node(client, "node-dying", "Unknown", Instant.now());
+            TestNodes.awaitDown(nodes, dying, true);
+            awaitStored(pods -> pods.stream().allMatch(p -> "warm".equals(p.getMetadata().getLabels()
+                    .get(SandboxLabels.STATE))));
+            TestNodes.await(() -> cache.pod("sandbox-dying").map(PodStates::isWarm).orElse(false),
+                            "the cache shows it given back, and its own status says warm");
+            assertEquals(0, reserving.warmCount(), "GET /v1/pool's warm does not count it");
+
+            WarmPool claiming = new WarmPool(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-b",
+                                             Clock.systemUTC(), 0, TIMES, ip -> true, pod -> true);
+            pools.add(claiming);
+            FailedRun none = assertThrows(FailedRun.class, () -> claiming.claim("req-1", "proj",
+                                                                                 Duration.ofMillis(500)));
+            assertEquals(new Failure.NoWarmPod(), none.failure());
+
+            readyWarmPod("sandbox-live", "node-live"); // replica-a reserves it and hands it out
+            assertEquals("sandbox-live", reserving.claim("req-2", "proj", Duration.ofSeconds(5)).name());
+        } finally {
+            nodes.close();
+        }
     }
 
     @Test
@@ -508,7 +557,12 @@ class WarmPoolTest {
     }
 
     private Pod readyWarmPod(String name) {
-        Pod created = new PodWrites(client, NS, TestSeal.SEAL).create(poolPod(name));
+        return readyWarmPod(name, null);
+    }
+
+    private Pod readyWarmPod(String name, String node) {
+        Pod created = new PodWrites(client, NS, TestSeal.SEAL).create(node == null ? poolPod(name)
+                : TestNodes.on(poolPod(name), node));
         Pod withStatus = new PodBuilder(created)
                 .withNewStatus()
                     .withPhase("Running")

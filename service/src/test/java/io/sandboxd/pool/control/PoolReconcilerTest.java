@@ -12,11 +12,14 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
+import io.sandboxd.kube.NodeCache;
 import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.TestNodes;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SnippetPodSpec;
+import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.pool.PoolCounters;
 import io.sandboxd.pool.PoolMarks;
 
@@ -301,6 +304,123 @@ class PoolReconcilerTest {
         }
     }
 
+    /**
+     * Issue 25: a node dies hard. Its pods stay in the API, Running and Ready, until the node controller gets to them;
+     * from the moment the node is down they are no part of the pool: the leader replaces them on live nodes at once,
+     * and force-deletes them (snippet and tool pods, one stuck terminating too) only once the node has been down for
+     * lifecycle.deadNodePodDeleteSeconds (60 s), counted from its Ready condition's lastTransitionTime. created_total
+     * counts the ghosts and their replacements once each.
+     */
+    @Test
+    void podsOfADownNodeAreReplacedAtOnceAndForceDeletedOnceTheNodeHasBeenDownForTheBound() throws Exception {
+        MovableClock clock = new MovableClock();
+        TestNodes.node(client, "node-a", "True", clock.instant());
+        TestNodes.node(client, "node-b", "True", clock.instant());
+        NodeCache nodes = NodeCache.start(client, clock);
+        try {
+            PodCache snippets = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL, nodes);
+            PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL, nodes);
+            caches.add(snippets);
+            caches.add(tools);
+            awaitSynced(snippets);
+            awaitSynced(tools);
+            TestNodes.awaitSynced(nodes);
+            readyWarmPod("sandbox-b1", "node-b");
+            readyWarmPod("sandbox-b2", "node-b");
+            Pod toolPod = new PodBuilder(new ToolPodSpec(NS, TestSettings.TOOL, io.sandboxd.TestSettings.RUNTIME_DEFAULT,
+                                                         TestSettings.SNIPPET.image())
+                                                 .pod("registry.example/agent@sha256:" + "a".repeat(64), "proj", "agent", "req-1",
+                                                      Duration.ofMinutes(5)))
+                    .editMetadata().withGenerateName(null).withName("tool-b").endMetadata().build();
+            new PodWrites(client, NS, TestSeal.SEAL).create(TestNodes.on(toolPod, "node-b"));
+            snippets.await(() -> snippets.pods().size() == 2 ? Optional.of(true) : Optional.empty(),
+                           Duration.ofSeconds(5));
+            tools.await(() -> tools.pods().size() == 1 ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(5));
+            PoolCounters counters = new PoolCounters();
+            PoolReconciler reconciler = reconciler(snippets, tools, counters,
+                                                   PoolReconciler.Limits.of(2, TestSettings.BUDGET), clock);
+            try {
+                reconciler.leading(true);
+                reconciler.reconcile();
+                assertEquals(0, counters.createdTotal(), "two warm pods on a Ready node: the pool is at target");
+
+                // node-b's kubelet is gone: the node controller marks it Unknown; its pods still say Ready.
+                TestNodes.node(client, "node-b", "Unknown", clock.instant());
+                TestNodes.awaitDown(nodes, snippets.pod("sandbox-b1").orElseThrow(), true);
+                reconciler.reconcile();
+                awaitStored(pods -> pods.size() == 4);
+                assertEquals(2, counters.createdTotal(), "the ghosts are replaced at once, not after the bound");
+
+                // Within the bound the ghosts are left alone (the node may come back), and nothing more is created.
+                clock.advance(TestSettings.BUDGET.deadNodePodDelete());
+                reconciler.reconcile();
+                assertTrue(names(snippetPods()).containsAll(Set.of("sandbox-b1", "sandbox-b2")));
+                assertEquals(1, client.pods().inNamespace(NS).withLabels(SandboxLabels.toolSelector()).list()
+                        .getItems().size());
+                assertEquals(0, counters.podsDeletedOnDeadNodes());
+
+                // Past the bound: every sandbox pod of node-b is force-deleted, once each.
+                clock.advance(Duration.ofSeconds(1));
+                reconciler.reconcile();
+                reconciler.reconcile();
+                awaitGone("sandbox-b1");
+                awaitGone("sandbox-b2");
+                assertEquals(List.of(), client.pods().inNamespace(NS).withLabels(SandboxLabels.toolSelector()).list()
+                        .getItems(), "the tool pod of the dead node too");
+                assertEquals(3, counters.podsDeletedOnDeadNodes());
+                snippets.await(() -> snippets.pods().size() == 2 ? Optional.of(true) : Optional.empty(),
+                               Duration.ofSeconds(5));
+                reconciler.reconcile();
+                assertEquals(2, snippetPods().size(), "the replacements stay, no more are made");
+                assertEquals(2, counters.createdTotal(), "each pod counted once");
+                assertEquals(3, counters.podsDeletedOnDeadNodes());
+            } finally {
+                reconciler.close();
+            }
+        } finally {
+            nodes.close();
+        }
+    }
+
+    /** PodGC's orphan rule: a pod bound to a node that no longer exists is deleted once the node is gone the bound. */
+    @Test
+    void aPodBoundToANodeThatIsGoneIsDeletedOnceTheNodeHasBeenGoneForTheBound() throws Exception {
+        MovableClock clock = new MovableClock();
+        TestNodes.node(client, "node-gone", "True", clock.instant());
+        NodeCache nodes = NodeCache.start(client, clock);
+        try {
+            PodCache snippets = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL, nodes);
+            PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL, nodes);
+            caches.add(snippets);
+            caches.add(tools);
+            awaitSynced(snippets);
+            awaitSynced(tools);
+            TestNodes.awaitSynced(nodes);
+            Pod orphan = readyWarmPod("sandbox-orphan", "node-gone");
+            snippets.await(() -> snippets.pod("sandbox-orphan").isPresent() ? Optional.of(true) : Optional.empty(),
+                           Duration.ofSeconds(5));
+            client.nodes().withName("node-gone").delete();
+            TestNodes.awaitDown(nodes, orphan, true);
+            PoolCounters counters = new PoolCounters();
+            PoolReconciler reconciler = reconciler(snippets, tools, counters,
+                                                   PoolReconciler.Limits.of(1, TestSettings.BUDGET), clock);
+            try {
+                reconciler.leading(true);
+                reconciler.reconcile();
+                assertEquals(1, counters.createdTotal(), "replaced at once");
+                assertTrue(names(snippetPods()).contains("sandbox-orphan"), "kept within the bound");
+                clock.advance(TestSettings.BUDGET.deadNodePodDelete().plusSeconds(1));
+                reconciler.reconcile();
+                awaitGone("sandbox-orphan");
+                assertEquals(1, counters.podsDeletedOnDeadNodes());
+            } finally {
+                reconciler.close();
+            }
+        } finally {
+            nodes.close();
+        }
+    }
+
     // ---- helpers ----
 
     private List<Pod> snippetPods() {
@@ -367,7 +487,16 @@ class PoolReconcilerTest {
     }
 
     private Pod readyWarmPod(String name) {
-        Pod created = new PodWrites(client, NS, TestSeal.SEAL).create(poolPod(name));
+        return readyWarmPod(name, null);
+    }
+
+    private static Set<String> names(List<Pod> pods) {
+        return new HashSet<>(pods.stream().map(p -> p.getMetadata().getName()).toList());
+    }
+
+    private Pod readyWarmPod(String name, String node) {
+        Pod created = new PodWrites(client, NS, TestSeal.SEAL).create(node == null ? poolPod(name)
+                : TestNodes.on(poolPod(name), node));
         Pod withStatus = new PodBuilder(created)
                 .withNewStatus()
                     .withPhase("Running")

@@ -1,0 +1,95 @@
+package io.sandboxd.kube;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.function.BooleanSupplier;
+
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Nodes on the mock API server, as the kubelet and the node controller set their Ready condition. */
+public final class TestNodes {
+
+    private TestNodes() {
+    }
+
+    /**
+     * Creates or replaces a node whose Ready condition has {@code status} since {@code since}.
+     *
+     * @param client mock client
+     * @param name   node name
+     * @param status "True", "False" or "Unknown"
+     * @param since  the condition's lastTransitionTime
+     */
+    public static void node(KubernetesClient client, String name, String status, Instant since) {
+        Node node = new NodeBuilder().withNewMetadata().withName(name).endMetadata()
+                .withNewStatus().addNewCondition().withType("Ready").withStatus(status)
+                .withLastTransitionTime(since.toString()).endCondition().endStatus().build();
+        if (client.nodes().withName(name).get() == null) {
+            client.nodes().resource(node).create();
+        } else {
+            client.nodes().resource(node).update();
+        }
+    }
+
+    /**
+     * @param pod  a pod
+     * @param node the node it is bound to
+     * @return the pod, bound to {@code node}
+     */
+    public static Pod on(Pod pod, String node) {
+        return new PodBuilder(pod).editSpec().withNodeName(node).endSpec().build();
+    }
+
+    /**
+     * Waits until the cache shows {@code node} down, or up.
+     *
+     * @param nodes the cache
+     * @param pod   a pod bound to the node
+     * @param down  which
+     * @throws InterruptedException when interrupted
+     */
+    public static void awaitDown(NodeCache nodes, Pod pod, boolean down) throws InterruptedException {
+        await(() -> nodes.downNodeOf(pod).isPresent() == down, "node of " + pod.getMetadata().getName()
+                + (down ? " down" : " up"));
+    }
+
+    /**
+     * @param nodes the cache
+     * @throws InterruptedException when interrupted
+     */
+    public static void awaitSynced(NodeCache nodes) throws InterruptedException {
+        await(nodes::synced, "node informer synced");
+    }
+
+    /**
+     * Waits up to 10 s for {@code condition}.
+     *
+     * @param condition condition
+     * @param what      what is awaited (for the failure)
+     * @throws InterruptedException when interrupted
+     */
+    public static void await(BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, "timed out waiting for: " + what);
+            Thread.sleep(20);
+        }
+    }
+
+    /** @return a pod with only a name, bound to {@code node} */
+    static Pod podOn(String name, String node) {
+        return new PodBuilder().withNewMetadata().withName(name).endMetadata().withNewSpec().withNodeName(node)
+                .endSpec().build();
+    }
+
+    static Optional<NodeCache.Down> down(NodeCache nodes, String node) {
+        return nodes.downNodeOf(podOn("any", node));
+    }
+}
