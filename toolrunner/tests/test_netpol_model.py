@@ -88,6 +88,16 @@ def test_only_clients_reach_sandboxd_and_the_node_reaches_every_pod_unless_the_f
     assert not allows(NODE, SNIPPET, "TCP", 9999, facts={"nodeReachesPods": False})
 
 
+def test_a_node_reaches_the_pods_on_itself_only():
+    on = lambda endpoint, node: dict(endpoint, node=node)  # noqa: E731
+    node_b = {"ip": "10.254.0.2", "kind": "node", "node": "b"}
+    assert allows(node_b, on(SNIPPET, "b"), "TCP", 9999)
+    assert not allows(node_b, on(SNIPPET, "a"), "TCP", 9999), "another node meets the snippet's ingress rules"
+    assert not allows(node_b, on(SANDBOXD, "a"), "TCP", 8080), "and sandboxd's"
+    assert allows(node_b, on(COREDNS, "a"), "UDP", 53), "no policy selects CoreDNS"
+    assert allows(node_b, SNIPPET, "TCP", 9999), "a pod of no known node: the node's own"
+
+
 def test_no_pod_sends_over_ipv6_unless_the_fact_is_off():
     link_local = {"ip": "fe80::1", "kind": "node"}
     assert not allows(STRANGER, link_local, "TCP", 6443)

@@ -319,3 +319,37 @@ joined by newlines: how the admission params carry it (CEL compares it with comm
 {{- define "sandboxd.isolationGateCommandParam" -}}
 {{- include "sandboxd.isolationGateCommand" . | fromJsonArray | join "\n" -}}
 {{- end -}}
+
+{{/*
+whenUnsatisfiable of the spread over nodes every sandbox pod carries (sandboxPods.topologySpread), or "" for none:
+sandboxd's placement.topologySpread and the admission param topologySpreadWhenUnsatisfiable.
+*/}}
+{{- define "sandboxd.sandboxPodSpread" -}}
+{{- with .Values.sandboxPods.topologySpread }}{{ ternary .whenUnsatisfiable "" .enabled }}{{ end }}
+{{- end }}
+
+{{/*
+The node selector of sandbox pods as the admission param nodeSelector holds it (sandboxd-placement): one
+"<key>=<value>" line per entry (neither a label key nor a label value holds "=" or a newline).
+*/}}
+{{- define "sandboxd.sandboxPodNodeSelectorParam" -}}
+{{- $lines := list }}
+{{- range $key, $value := .Values.sandboxPods.nodeSelector }}
+{{- $lines = append $lines (printf "%s=%s" $key (toString $value)) }}
+{{- end }}
+{{- join "\n" $lines }}
+{{- end }}
+
+{{/*
+The tolerations of sandbox pods as the admission param tolerations holds them (sandboxd-placement): one
+"<key>,<operator>,<value>,<effect>,<tolerationSeconds>" line per toleration, an unset operator as Equal (what the
+API means by it), any other unset field empty. The policy writes each toleration of a pod the same way.
+*/}}
+{{- define "sandboxd.sandboxPodTolerationsParam" -}}
+{{- $lines := list }}
+{{- range .Values.sandboxPods.tolerations }}
+{{- $seconds := ternary "" (toString (.tolerationSeconds | int64)) (kindIs "invalid" .tolerationSeconds) }}
+{{- $lines = append $lines (join "," (list (.key | default "") (.operator | default "Equal") (.value | default "" | toString) (.effect | default "") $seconds)) }}
+{{- end }}
+{{- join "\n" $lines }}
+{{- end }}

@@ -12,14 +12,15 @@ the source's egress rules allow it and the destination's ingress rules do, each 
 everything when no policy of that type selects the pod. A rule that lists ports allows only TCP,
 UDP or SCTP to them, so never ICMP; a rule without ports allows every protocol. Two facts of the
 cluster, not of the policies, are modelled too, each switchable off (a mutation must show that it
-matters): traffic from the node itself (and so from a hostNetwork pod) always reaches a pod,
-whatever its ingress rules (kube-router, like most enforcers, lets the node through for its
-probes); and the pod network carries IPv4 only (IPv6 off in every pod and its frames dropped on
+matters): traffic from the node itself (and so from a hostNetwork pod) always reaches a pod on
+that node, whatever its ingress rules (kube-router, like most enforcers, lets the pod's own node
+through for its probes; another node's traffic meets the rules like any other address's); and the pod network carries IPv4 only (IPv6 off in every pod and its frames dropped on
 the node's bridge, as the chart README asks of a cluster whose policies are enforced for IPv4
 alone), so no pod sends over IPv6.
 
 An endpoint is a dict: ip, and for a pod namespace, labels, namespaceLabels; kind is "pod", "node"
-or "external". Used as a program: reads {"policies": [...], "cells": [{"from", "to", "protocol",
+or "external"; node, the name of the node a pod runs on or a node endpoint is (optional: without
+it on either side the node and the pod are taken to be one machine's). Used as a program: reads {"policies": [...], "cells": [{"from", "to", "protocol",
 "port"}], "facts": {"nodeReachesPods": true, "ipv4OnlyPodNetwork": true}} as JSON on stdin and
 writes the list of verdicts (true: open) as JSON on stdout.
 """
@@ -55,12 +56,17 @@ def _egress_allows(policies, source, destination, protocol, port):
 
 
 def _ingress_allows(policies, source, destination, protocol, port, facts):
-    if not _is_pod(destination) or (facts["nodeReachesPods"] and source.get("kind") == "node"):
+    if not _is_pod(destination) or (facts["nodeReachesPods"] and source.get("kind") == "node"
+                                     and _same_node(source, destination)):
         return True
     selecting = _selecting(policies, destination, "Ingress")
     return not selecting or any(
         _peers_match(rule.get("from"), source, destination["namespace"]) and _ports_match(rule.get("ports"), protocol, port)
         for policy in selecting for rule in policy["spec"].get("ingress") or [])
+
+
+def _same_node(a, b):
+    return not a.get("node") or not b.get("node") or a["node"] == b["node"]
 
 
 def _selecting(policies, pod, policy_type):

@@ -107,6 +107,16 @@ spec:
   {{- with $.Values.runtimeClassName }}
   runtimeClassName: {{ . }}
   {{- end }}
+  # Where sandboxd's pods go (sandboxPods; sandboxd-placement admits no other node selector or toleration), so the
+  # probe tests the nodes the sandboxes run on. No spread: one pod of a kind has nothing to spread from.
+  {{- with $.Values.sandboxPods.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $.Values.sandboxPods.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   securityContext:
     {{- include "sandboxd.sandboxPodSecurityContext" (dict "ctx" $ "uid" $uid) | nindent 4 }}
   {{- $gate := include "sandboxd.isolationGateCommand" (dict "ctx" $ "kind" $gateKind "probe" true) }}

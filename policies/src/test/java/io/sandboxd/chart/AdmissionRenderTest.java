@@ -83,6 +83,9 @@ class AdmissionRenderTest {
         Map.entry("allowedPriorityClasses", ""),
         Map.entry("sandboxUidMin", "1000000"),
         Map.entry("sandboxUidMax", "1999999"),
+        Map.entry("nodeSelector", ""),
+        Map.entry("tolerations", ""),
+        Map.entry("topologySpreadWhenUnsatisfiable", "ScheduleAnyway"),
         Map.entry("runtimeClassName", ""),
         Map.entry("supplementalGroupsPolicy", "")),
         params.get("data"));

@@ -2,6 +2,7 @@ package io.sandboxd.chart;
 
 import static io.sandboxd.chart.HelmChart.values;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import io.sandboxd.policies.AdmissionPolicy;
@@ -35,6 +36,53 @@ class BuiltPodsAdmissionTest {
   void podsUnderGvisorAndTheLocalhostProfilePassEveryPolicy() {
     assertAdmitted(HelmChart.render(values("runtimeClassName", "gvisor", "seccomp.profileType", "Localhost",
         "sandboxUidRange.min", 3000000, "sandboxUidRange.max", 3000009)));
+  }
+
+  /** An install on dedicated sandbox nodes: their label and taint, and a hard spread. */
+  static final Map<String, Object> DEDICATED_NODES = values(
+      "sandboxPods.nodeSelector.sandboxd\\.io/sandbox-node", "dedicated",
+      "sandboxPods.nodeSelector.kubernetes\\.io/arch", "amd64",
+      "sandboxPods.tolerations[0].key", "sandboxd.io/sandbox", "sandboxPods.tolerations[0].operator", "Equal",
+      "sandboxPods.tolerations[0].value", "dedicated", "sandboxPods.tolerations[0].effect", "NoSchedule",
+      "sandboxPods.tolerations[1].key", "node.example/flaky", "sandboxPods.tolerations[1].operator", "Exists",
+      "sandboxPods.tolerations[1].effect", "NoExecute", "sandboxPods.tolerations[1].tolerationSeconds", 30,
+      "sandboxPods.tolerations[2].key", "node.example/gpu", "sandboxPods.tolerations[2].value", "none",
+      "sandboxPods.topologySpread.whenUnsatisfiable", "DoNotSchedule");
+
+  @Test
+  void podsOnDedicatedSandboxNodesPassEveryPolicyAndCarryTheirPlacement() {
+    HelmChart.Rendered rendered = HelmChart.render(DEDICATED_NODES);
+    assertAdmitted(rendered);
+    BuiltPods.of(rendered).forEach((kind, pod) -> {
+      Map<String, Object> spec = (Map<String, Object>) pod.get("spec");
+      assertEquals(Map.of("sandboxd.io/sandbox-node", "dedicated", "kubernetes.io/arch", "amd64"),
+          spec.get("nodeSelector"), kind);
+      assertEquals(List.of(
+              Map.of("key", "sandboxd.io/sandbox", "operator", "Equal", "value", "dedicated", "effect", "NoSchedule"),
+              Map.of("key", "node.example/flaky", "operator", "Exists", "effect", "NoExecute", "tolerationSeconds", 30L),
+              Map.of("key", "node.example/gpu", "value", "none")),
+          spec.get("tolerations"), kind);
+      String podKind = Yaml.at(pod, "metadata", "labels", "sandboxd.io/kind");
+      assertEquals(List.of(Map.of("topologyKey", "kubernetes.io/hostname", "maxSkew", 1L,
+              "whenUnsatisfiable", "DoNotSchedule", "labelSelector", Map.of("matchLabels",
+                  Map.of("app.kubernetes.io/managed-by", "sandboxd", "sandboxd.io/kind", podKind)))),
+          spec.get("topologySpreadConstraints"), kind);
+    });
+    // The same pods under the default install's params: placed where those do not allow.
+    Map<String, Object> defaults = params(HelmChart.render());
+    BuiltPods.of(rendered).forEach((kind, pod) -> assertEquals(List.of("sandboxd-placement", "sandboxd-placement",
+        "sandboxd-placement"), denials(AdmissionRequest.create(pod, PolicyFiles.SANDBOXD_USER), defaults).stream()
+        .map(PolicyEvaluator.Denial::policy).toList(), kind + ": selector, tolerations, spread"));
+  }
+
+  @Test
+  void podsOfTheDefaultInstallSpreadSoftlyAndWithoutASpreadThereIsNone() {
+    BuiltPods.of(HelmChart.render()).forEach((kind, pod) -> assertEquals("ScheduleAnyway",
+        Yaml.at(pod, "spec", "topologySpreadConstraints", 0, "whenUnsatisfiable"), kind));
+    HelmChart.Rendered none = HelmChart.render(values("sandboxPods.topologySpread.enabled", false));
+    assertAdmitted(none);
+    BuiltPods.of(none).forEach((kind, pod) ->
+        assertNull(Yaml.at(pod, "spec", "topologySpreadConstraints"), kind));
   }
 
   /**

@@ -47,7 +47,9 @@ class DisruptionTest {
   @Test
   void lifecycleKnobsReachTheService() {
     Map<String, Object> config = SandboxdConfigTest.applicationYaml(HelmChart.render(values(
-        "lifecycle.shutdownDelaySeconds", 9, "lifecycle.reservationHoldSeconds", 30)));
-    assertEquals(Map.of("shutdownDelaySeconds", 9L, "reservationHoldSeconds", 30L), at(config, "sandbox", "lifecycle"));
+        "lifecycle.shutdownDelaySeconds", 9, "lifecycle.reservationHoldSeconds", 30,
+        "lifecycle.deadNodePodDeleteSeconds", 0)));
+    assertEquals(Map.of("shutdownDelaySeconds", 9L, "reservationHoldSeconds", 30L, "deadNodePodDeleteSeconds", 0L),
+        at(config, "sandbox", "lifecycle"));
   }
 }

@@ -85,6 +85,22 @@ class ProbeTest {
   }
 
   @Test
+  void probeSandboxPodsGoWhereSandboxdsPodsGoAndPassThePlacementPolicy() {
+    HelmChart.Rendered rendered = HelmChart.render(BuiltPodsAdmissionTest.DEDICATED_NODES);
+    Map<String, Object> params = rendered.get("ConfigMap", "sandboxd-admission-params");
+    Map<String, Object> pool = BuiltPods.of(rendered).get("pool pod");
+    for (Map<String, Object> pod : probePods(rendered)) {
+      assertEquals(List.of(), denials(pod, params), "probe pod " + at(pod, "metadata", "generateName"));
+      assertEquals((Object) at(pool, "spec", "nodeSelector"), at(pod, "spec", "nodeSelector"));
+      assertEquals((Object) at(pool, "spec", "tolerations"), at(pod, "spec", "tolerations"));
+    }
+    for (Map<String, Object> pod : probePods(HelmChart.render())) {
+      assertNull(at(pod, "spec", "nodeSelector"));
+      assertNull(at(pod, "spec", "tolerations"));
+    }
+  }
+
+  @Test
   void theProbesBestEffortGateIsAdmittedFromTheProbeAccountOnly() {
     HelmChart.Rendered rendered = HelmChart.render(values("isolationGate.extraClosed[0]", "tcp:10.0.0.5:443",
         "isolationGate.withinSeconds", 120));

@@ -16,9 +16,18 @@ class RbacAndNamespaceTest {
   private static final HelmChart.Rendered DEFAULT = HelmChart.renderWithTestHooks(Map.of());
 
   @Test
-  void nothingClusterWideIsGranted() {
-    assertEquals(List.of(), DEFAULT.ofKind("ClusterRole"));
-    assertEquals(List.of(), DEFAULT.ofKind("ClusterRoleBinding"));
+  void clusterWideSandboxdMayOnlyReadNodes() {
+    // Issue 25: the leader watches nodes to find the pods of a dead node; it never writes one.
+    assertEquals(1, DEFAULT.ofKind("ClusterRole").size());
+    Map<String, Object> role = DEFAULT.get("ClusterRole", "sandboxd-nodes");
+    assertEquals(List.of(Map.of("apiGroups", List.of(""), "resources", List.of("nodes"),
+        "verbs", List.of("get", "list", "watch"))), role.get("rules"));
+    assertEquals(1, DEFAULT.ofKind("ClusterRoleBinding").size());
+    Map<String, Object> binding = DEFAULT.get("ClusterRoleBinding", "sandboxd-nodes");
+    assertEquals(Map.of("apiGroup", "rbac.authorization.k8s.io", "kind", "ClusterRole", "name", "sandboxd-nodes"),
+        binding.get("roleRef"));
+    assertEquals(List.of(Map.of("kind", "ServiceAccount", "name", "sandboxd", "namespace", "cai-system")),
+        binding.get("subjects"));
   }
 
   @Test

@@ -52,6 +52,7 @@ class SandboxdConfigTest {
           runtimeClassName: ""
           supplementalGroupsPolicy: ""
           sandboxUidRange: {min: 1000000, max: 1999999}
+          placement: {topologySpread: ScheduleAnyway, nodeSelector: [], tolerations: []}
           isolationGate:
             clusterDnsIp: 10.96.0.10
             extraClosed: []
@@ -68,7 +69,7 @@ class SandboxdConfigTest {
         mcp:
           enabled: true
           allowedOrigins: []
-        lifecycle: {shutdownDelaySeconds: 5, reservationHoldSeconds: 120}
+        lifecycle: {shutdownDelaySeconds: 5, reservationHoldSeconds: 120, deadNodePodDeleteSeconds: 60}
         requestBodies: {budgetBytes: 0, budgetWaitMillis: 2000, executeMaxTokens: 10000}
         limits:
           perProject: {executeInFlight: 100, sessionRunsInFlight: 16, callInFlight: 8, sessions: 8}
@@ -128,6 +129,11 @@ class SandboxdConfigTest {
         "isolationGate.ipv6LinkLocal", false,
         "isolationGate.attemptTimeoutSeconds", 2,
         "isolationGate.withinSeconds", 60,
+        "sandboxPods.topologySpread.whenUnsatisfiable", "DoNotSchedule",
+        "sandboxPods.nodeSelector.sandboxd\\.io/sandbox-node", "dedicated",
+        "sandboxPods.tolerations[0].key", "sandboxd.io/sandbox",
+        "sandboxPods.tolerations[0].value", "dedicated",
+        "sandboxPods.tolerations[0].effect", "NoSchedule",
         "seccomp.profileType", "Localhost",
         "tokens.audience", "sandboxd-prod",
         "tokens.issuer", "https://control-plane.example",
@@ -155,6 +161,10 @@ class SandboxdConfigTest {
     assertEquals("100m", (Object) at(config, "sandbox", "tool", "requests", "cpu"));
     assertEquals(Map.of("seccompProfileType", "Localhost", "seccompLocalhostProfile", "sandboxd/sandbox-strict.json",
         "runtimeClassName", "gvisor", "supplementalGroupsPolicy", "Strict", "sandboxUidRange", Map.of("min", 3000000L, "max", 3999999L),
+        "placement", Map.of("topologySpread", "DoNotSchedule",
+            "nodeSelector", List.of(Map.of("key", "sandboxd.io/sandbox-node", "value", "dedicated")),
+            "tolerations", List.of(Map.of("key", "sandboxd.io/sandbox", "operator", "", "value", "dedicated",
+                "effect", "NoSchedule"))),
         "isolationGate", Map.of("clusterDnsIp", "fd00::a", "extraClosed", List.of("tcp:10.0.0.5:443"),
             "ipv6LinkLocal", false, "attemptTimeoutSeconds", 2L, "withinSeconds", 60L)), at(config, "sandbox", "security"));
     assertEquals(Map.of("keysDir", "/etc/sandboxd/keys", "audience", "sandboxd-prod",

@@ -91,7 +91,7 @@ class ValuesSchemaTest {
     // Maps whose keys are data (labels, annotations, quota names, key ids) or Kubernetes objects
     // passed through verbatim are typed by their values instead.
     assertTrue(List.of(".global", ".serviceAccount.annotations", ".podAnnotations", ".podLabels", ".nodeSelector",
-            ".affinity", ".sandboxNamespace.resourceQuota.hard", ".tokens.publicKeys",
+            ".sandboxPods.nodeSelector", ".affinity", ".sandboxNamespace.resourceQuota.hard", ".tokens.publicKeys",
             ".tool.egress.profiles", ".tool.egress.proxy.resources",
             ".networkPolicy.agentNamespaceSelector.matchLabels", ".networkPolicy.dns.podLabels",
             ".tolerations[]", ".metrics.serviceMonitor.labels",

@@ -64,7 +64,8 @@ class AdmissionPolicyTest {
       "sandboxd-isolation-gate",
       "sandboxd-no-node-name",
       "sandboxd-priority-class",
-      "sandboxd-runtime-class");
+      "sandboxd-runtime-class",
+      "sandboxd-placement");
 
   /** Every volume source of core/v1 Volume (Kubernetes 1.32), emptyDir excepted. */
   private static final List<String> OTHER_VOLUME_TYPES = List.of(
@@ -746,6 +747,172 @@ class AdmissionPolicyTest {
     Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
     Map<String, Object> params = paramsWith(data -> data.put("allowedCreators", "someone-else, " + SANDBOXD_USER));
     assertEquals(List.of(), denials(AdmissionRequest.create(pod, SANDBOXD_USER), params));
+  }
+
+  /** Params of an install on dedicated sandbox nodes: their label, their taint, a hard spread. */
+  private static Map<String, Object> dedicatedNodes() {
+    return paramsWith(data -> {
+      data.put("nodeSelector", "sandboxd.io/sandbox-node=true\nkubernetes.io/arch=amd64");
+      data.put("tolerations", "sandboxd.io/sandbox,Equal,true,NoSchedule,\nnode.example/flaky,Exists,,NoExecute,30");
+      data.put("topologySpreadWhenUnsatisfiable", "DoNotSchedule");
+    });
+  }
+
+  /** good/pool-pod-own-address.yaml (a snippet pod) placed as sandboxd places it on dedicated nodes. */
+  private static Map<String, Object> placedOnDedicatedNodes() {
+    return mutate("pool-pod-own-address.yaml", p -> {
+      Map<String, Object> spec = at(p, "spec");
+      spec.put("nodeSelector", new HashMap<>(Map.of("kubernetes.io/arch", "amd64", "sandboxd.io/sandbox-node", "true")));
+      spec.put("tolerations", new ArrayList<>(List.of(
+          new HashMap<>(Map.of("key", "sandboxd.io/sandbox", "operator", "Equal", "value", "true", "effect", "NoSchedule")),
+          new HashMap<>(Map.of("key", "node.example/flaky", "operator", "Exists", "effect", "NoExecute",
+              "tolerationSeconds", 30L)))));
+      spec.put("topologySpreadConstraints", new ArrayList<>(List.of(spread("DoNotSchedule", "snippet"))));
+    });
+  }
+
+  /** The spread sandboxd writes (PodHardening.spreadOverNodes). */
+  private static Map<String, Object> spread(String whenUnsatisfiable, String kind) {
+    return new HashMap<>(Map.of("topologyKey", "kubernetes.io/hostname", "maxSkew", 1L,
+        "whenUnsatisfiable", whenUnsatisfiable, "labelSelector", new HashMap<>(Map.of("matchLabels",
+            new HashMap<>(Map.of("app.kubernetes.io/managed-by", "sandboxd", "sandboxd.io/kind", kind))))));
+  }
+
+  /** The tolerations the API server's DefaultTolerationSeconds plugin adds to every pod before admission. */
+  private static List<Map<String, Object>> defaultTolerations() {
+    return List.of(
+        new HashMap<>(Map.of("key", "node.kubernetes.io/not-ready", "operator", "Exists", "effect", "NoExecute",
+            "tolerationSeconds", 300L)),
+        new HashMap<>(Map.of("key", "node.kubernetes.io/unreachable", "operator", "Exists", "effect", "NoExecute",
+            "tolerationSeconds", 300L)));
+  }
+
+  private static List<String> placementDenials(Map<String, Object> pod, Map<String, Object> params) {
+    List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(pod, SANDBOXD_USER), params);
+    assertTrue(denials.stream().noneMatch(PolicyEvaluator.Denial::error), denials.toString());
+    return denials.stream().map(PolicyEvaluator.Denial::policy).toList();
+  }
+
+  @Test
+  void sandboxdsOwnPlacementIsAdmittedWithAndWithoutDedicatedNodes() {
+    // The default install: a soft spread among the pods of its kind, no selector, no toleration, or no spread at all.
+    Map<String, Object> spreadSoftly = mutate("pool-pod-own-address.yaml", p -> ((Map<String, Object>) at(p, "spec"))
+        .put("topologySpreadConstraints", List.of(spread("ScheduleAnyway", "snippet"))));
+    assertEquals(List.of(), placementDenials(spreadSoftly, defaultParams()));
+    assertEquals(List.of(), placementDenials(mutate("pool-pod-own-address.yaml", p -> { }), defaultParams()));
+    Map<String, Object> tool = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec"))
+        .put("topologySpreadConstraints", List.of(spread("ScheduleAnyway", "tool"))));
+    assertEquals(List.of(), placementDenials(tool, defaultParams()));
+    // Dedicated nodes: their selector and tolerations (in any order), a hard spread.
+    assertEquals(List.of(), placementDenials(placedOnDedicatedNodes(), dedicatedNodes()));
+    Map<String, Object> reordered = placedOnDedicatedNodes();
+    java.util.Collections.reverse(at(reordered, "spec", "tolerations"));
+    assertEquals(List.of(), placementDenials(reordered, dedicatedNodes()));
+  }
+
+  @Test
+  void theApiServersDefaultTolerationsAreAdmittedToo() {
+    Map<String, Object> plain = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec"))
+        .put("tolerations", new ArrayList<>(defaultTolerations())));
+    assertEquals(List.of(), placementDenials(plain, defaultParams()));
+    Map<String, Object> dedicated = placedOnDedicatedNodes();
+    ((List<Object>) at(dedicated, "spec", "tolerations")).addAll(defaultTolerations());
+    assertEquals(List.of(), placementDenials(dedicated, dedicatedNodes()));
+    // Not for ever (no tolerationSeconds), nor of another effect: that is a toleration of its own.
+    for (Map<String, Object> changed : List.of(Map.<String, Object>of("tolerationSeconds", "forever"),
+        Map.<String, Object>of("effect", "NoSchedule"))) {
+      Map<String, Object> pod = mutate("minimal.yaml", p -> {
+        List<Map<String, Object>> tolerations = new ArrayList<>(defaultTolerations());
+        tolerations.get(0).putAll(changed);
+        if ("forever".equals(tolerations.get(0).get("tolerationSeconds"))) {
+          tolerations.get(0).remove("tolerationSeconds");
+        }
+        ((Map<String, Object>) at(p, "spec")).put("tolerations", tolerations);
+      });
+      assertEquals(List.of("sandboxd-placement"), placementDenials(pod, defaultParams()), changed.toString());
+    }
+  }
+
+  @Test
+  void everyWayOfPlacingAPodFreelyIsRefused() {
+    Map<String, Consumer<Map<String, Object>>> ways = new java.util.LinkedHashMap<>();
+    ways.put("a node by its hostname label", spec -> ((Map<String, Object>) spec.get("nodeSelector"))
+        .put("kubernetes.io/hostname", "node-a"));
+    ways.put("another value of the sandbox label", spec -> ((Map<String, Object>) spec.get("nodeSelector"))
+        .put("sandboxd.io/sandbox-node", "false"));
+    ways.put("the sandbox nodes' selector left out (any node)", spec -> spec.remove("nodeSelector"));
+    ways.put("part of the selector left out", spec -> ((Map<String, Object>) spec.get("nodeSelector"))
+        .remove("kubernetes.io/arch"));
+    ways.put("a toleration of the control plane", spec -> ((List<Object>) spec.get("tolerations")).add(
+        Map.of("key", "node-role.kubernetes.io/control-plane", "operator", "Exists", "effect", "NoSchedule")));
+    ways.put("a toleration of every taint", spec -> ((List<Object>) spec.get("tolerations")).add(
+        Map.of("operator", "Exists")));
+    ways.put("the sandbox taint tolerated with any value", spec -> ((List<Object>) spec.get("tolerations")).set(0,
+        Map.of("key", "sandboxd.io/sandbox", "operator", "Exists", "effect", "NoSchedule")));
+    ways.put("the sandbox taint tolerated for every effect", spec -> ((List<Object>) spec.get("tolerations")).set(0,
+        Map.of("key", "sandboxd.io/sandbox", "operator", "Equal", "value", "true")));
+    ways.put("a configured toleration left out", spec -> ((List<Object>) spec.get("tolerations")).remove(1));
+    ways.put("node affinity", spec -> spec.put("affinity", Map.of("nodeAffinity", Map.of(
+        "requiredDuringSchedulingIgnoredDuringExecution", Map.of("nodeSelectorTerms", List.of(Map.of(
+            "matchExpressions", List.of(Map.of("key", "kubernetes.io/hostname", "operator", "In",
+                "values", List.of("node-a"))))))))));
+    ways.put("pod affinity to a victim", spec -> spec.put("affinity", Map.of("podAffinity", Map.of(
+        "requiredDuringSchedulingIgnoredDuringExecution", List.of(Map.of("topologyKey", "kubernetes.io/hostname",
+            "labelSelector", Map.of("matchLabels", Map.of("app", "victim"))))))));
+    ways.put("an empty affinity", spec -> spec.put("affinity", Map.of()));
+    ways.put("a soft spread where the params say hard", spec -> spec.put("topologySpreadConstraints",
+        List.of(spread("ScheduleAnyway", "snippet"))));
+    ways.put("a spread by zone", spec -> ((Map<String, Object>) ((List<?>) spec.get("topologySpreadConstraints"))
+        .get(0)).put("topologyKey", "topology.kubernetes.io/zone"));
+    ways.put("a spread of another skew", spec -> ((Map<String, Object>) ((List<?>) spec.get("topologySpreadConstraints"))
+        .get(0)).put("maxSkew", 2L));
+    ways.put("a spread among the tool pods", spec -> spec.put("topologySpreadConstraints",
+        List.of(spread("DoNotSchedule", "tool"))));
+    ways.put("a spread counting other pods", spec -> ((Map<String, Object>) ((Map<String, Object>) ((List<?>) spec
+        .get("topologySpreadConstraints")).get(0)).get("labelSelector")).put("matchExpressions",
+        List.of(Map.of("key", "app", "operator", "Exists"))));
+    ways.put("a spread with a policy of its own", spec -> ((Map<String, Object>) ((List<?>) spec
+        .get("topologySpreadConstraints")).get(0)).put("nodeTaintsPolicy", "Ignore"));
+    ways.put("a second spread", spec -> ((List<Object>) spec.get("topologySpreadConstraints")).add(
+        spread("DoNotSchedule", "snippet")));
+    ways.forEach((way, change) -> {
+      Map<String, Object> pod = placedOnDedicatedNodes();
+      change.accept(at(pod, "spec"));
+      assertEquals(List.of("sandboxd-placement"), placementDenials(pod, dedicatedNodes()), way);
+    });
+    // Without dedicated nodes: any node selector, any toleration, a spread where the params have none.
+    Map<String, Object> selected = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec"))
+        .put("nodeSelector", Map.of("node-role.kubernetes.io/control-plane", "")));
+    assertEquals(List.of("sandboxd-placement"), placementDenials(selected, defaultParams()));
+    Map<String, Object> spread = mutate("minimal.yaml", p -> ((Map<String, Object>) at(p, "spec"))
+        .put("topologySpreadConstraints", List.of(spread("ScheduleAnyway", "tool"))));
+    assertEquals(List.of("sandboxd-placement"), placementDenials(spread,
+        paramsWith(data -> data.put("topologySpreadWhenUnsatisfiable", ""))));
+    assertEquals(List.of("sandboxd-placement"), placementDenials(spread,
+        paramsWith(data -> data.remove("topologySpreadWhenUnsatisfiable"))), "missing params: no spread");
+  }
+
+  @Test
+  void aPodIsPlacedOnceWhenItIsCreated() {
+    Map<String, Object> warm = placedOnDedicatedNodes();
+    ((Map<String, Object>) at(warm, "spec")).put("nodeName", "node-1");
+    // sandboxd's label flips pass, also after a helm upgrade to another placement.
+    Map<String, Object> claimed = Yaml.copy(warm);
+    labels(claimed).put("sandboxd.io/state", "claimed");
+    assertEquals(List.of(), denials(AdmissionRequest.update(warm, claimed, SANDBOXD_USER), defaultParams()));
+    // An update may add tolerations (and widen a gated pod's selector and affinity): refused.
+    Map<String, Consumer<Map<String, Object>>> changes = Map.of(
+        "a toleration added", spec -> ((List<Object>) spec.get("tolerations")).add(
+            Map.of("key", "node-role.kubernetes.io/control-plane", "operator", "Exists", "effect", "NoSchedule")),
+        "the selector changed", spec -> ((Map<String, Object>) spec.get("nodeSelector")).remove("kubernetes.io/arch"),
+        "affinity added", spec -> spec.put("affinity", Map.of("nodeAffinity", Map.of())),
+        "the spread removed", spec -> spec.remove("topologySpreadConstraints"));
+    changes.forEach((what, change) -> {
+      Map<String, Object> updated = Yaml.copy(warm);
+      change.accept(at(updated, "spec"));
+      assertEquals(List.of("sandboxd-placement"), denials(AdmissionRequest.update(warm, updated, SANDBOXD_USER),
+          dedicatedNodes()).stream().map(PolicyEvaluator.Denial::policy).toList(), what);
+    });
   }
 
   private static List<PolicyEvaluator.Denial> denials(AdmissionRequest request, Map<String, Object> params) {

@@ -110,6 +110,9 @@ public final class PolicyFiles {
             Map.entry("sandboxUidMin", "1000000"),
             Map.entry("sandboxUidMax", "1999999"),
             Map.entry("runtimeClassName", ""),
+            Map.entry("nodeSelector", ""),
+            Map.entry("tolerations", ""),
+            Map.entry("topologySpreadWhenUnsatisfiable", "ScheduleAnyway"),
             Map.entry("supplementalGroupsPolicy", "")));
   }
 
