@@ -48,6 +48,13 @@ class ChannelsIT {
     private static String nodeIp;
     private static String coreDns;
     private static List<String> sandboxdIps;
+    /** Every node's address: each kubelet (and the API server on its node) is a target wherever the sandbox runs. */
+    private static List<String> nodeIps;
+    /**
+     * A pod of the test's own on each node, by node: a neighbour the IPv6 sweep of a sandbox on that node must find by
+     * ARP whatever else the scheduler put there (sandboxd's replicas stay on node 1; CoreDNS goes anywhere).
+     */
+    private static final Map<String, String> NEIGHBOURS = new java.util.TreeMap<>();
 
     @BeforeAll
     static void install() {
@@ -60,6 +67,23 @@ class ChannelsIT {
         nodeIp = Attacks.nodeIp(k8s);
         coreDns = Attacks.coreDnsIp(k8s);
         sandboxdIps = Attacks.sandboxdIps(k8s);
+        List<io.fabric8.kubernetes.api.model.Node> nodes = Attacks.nodes(k8s);
+        nodeIps = nodes.stream().map(Attacks::internalIp).toList();
+        for (var node : nodes) {
+            String name = node.getMetadata().getName();
+            Pod pod = control.startSleeper("neighbour-" + name, Map.of("role", "neighbour"),
+                                           b -> b.editSpec().withNodeName(name).endSpec());
+            NEIGHBOURS.put(name, pod.getStatus().getPodIP());
+        }
+    }
+
+    /** FLAG tcp:IP:10250 and tcp:IP:6443 for every node (the API server's node answers 6443, the others refuse it). */
+    private static List<String> everyNode(String flag) {
+        List<String> args = new ArrayList<>();
+        for (String ip : nodeIps) {
+            args.addAll(List.of(flag, "tcp:" + ip + ":10250", flag, "tcp:" + ip + ":6443"));
+        }
+        return args;
     }
 
     @AfterAll
@@ -78,6 +102,7 @@ class ChannelsIT {
                 "--open", "icmp:" + Env.PUBLIC_TARGET, "--open", "icmp:gateway", "--open", "icmp:" + coreDns,
                 "--open", "tcp:" + nodeIp + ":6443", "--open", "tcp:" + nodeIp + ":10250", "--open", "tcp:gateway:10250"));
         args.addAll(sandboxdAndBlockedTargets("--open"));
+        args.addAll(everyNode("--open"));
         Report r = Attacks.fromPod(control, "control", args);
         assertTrue(r.allAsExpected(), "positive control: every target answers when nothing blocks it: " + r);
     }
@@ -95,15 +120,17 @@ class ChannelsIT {
                 "--closed", "tcp:gateway:10250", "--closed", "tcp:10.96.0.1:443",
                 "--dns", "kubernetes.default.svc.cluster.local", "--dns", Env.PUBLIC_TARGET_NAME));
         args.addAll(sandboxdAndBlockedTargets("--closed"));
+        args.addAll(everyNode("--closed"));
         List<String> sandboxes = Attacks.snippetIps(sandboxd.k8s());
         assertTrue(sandboxes.size() >= 2, "at least one other sandbox to attack: " + sandboxes);
         sandboxes.forEach(ip -> args.addAll(List.of("--closed-unless-self", "tcp:" + ip + ":8080")));
-        Report r = Attacks.fromSnippet(sandboxd, args);
-        assertTrue(r.allAsExpected(), "a snippet reaches nothing, on no channel: " + r);
-        assertFalse(r.lines("closed-unless-self tcp:").isEmpty(), "another sandbox was attacked: " + r);
-        for (String icmp : r.lines("closed icmp:")) {
-            assertTrue(icmp.contains("could not send") || icmp.contains("sent, no reply"), icmp);
-        }
+        Attacks.onEveryNode(sandboxd.k8s(), "snippet", () -> Attacks.fromSnippet(sandboxd, args)).forEach((node, r) -> {
+            assertTrue(r.allAsExpected(), "a snippet on " + node + " reaches nothing, on no channel: " + r);
+            assertFalse(r.lines("closed-unless-self tcp:").isEmpty(), "another sandbox was attacked: " + r);
+            for (String icmp : r.lines("closed icmp:")) {
+                assertTrue(icmp.contains("could not send") || icmp.contains("sent, no reply"), icmp);
+            }
+        });
     }
 
     @Test
@@ -114,17 +141,29 @@ class ChannelsIT {
         // outside every pod, so this test runs in the runc pass.
         assumeFalse(Env.gvisor(), "the IPv6 link-local sweep is staged under runc only (see the comment)");
         List<String> args = new ArrayList<>(Attacks.args("--ipv6-sweep", Attacks.SWEEP_PORTS, "--sweep-also", coreDns));
-        for (String ip : sandboxdIps) {
-            args.addAll(List.of("--sweep-also", ip));
-        }
+        List<String> neighbours = new ArrayList<>(sandboxdIps);
+        neighbours.add(coreDns);
+        neighbours.addAll(NEIGHBOURS.values());
+        neighbours.forEach(ip -> args.addAll(List.of("--sweep-also", ip)));
         Attacks.snippetIps(sandboxd.k8s()).forEach(ip -> args.addAll(List.of("--sweep-also", ip)));
-        Report r = Attacks.fromSnippet(sandboxd, args);
-        assertTrue(r.allAsExpected(), "no IPv6 link-local answer from any neighbour: " + r);
-        String sweep = r.lines("\"ipv6-sweep\"").getFirst();
-        // The attacker's discovery works (ARP is never filtered): the sweep really aimed at the node, CoreDNS and
-        // sandboxd, so its silence means the IPv6 path is closed, not that it had nothing to attack.
-        assertTrue(sweep.contains(coreDns) && sweep.contains(sandboxdIps.getFirst()), "ARP found the targets: " + sweep);
-        assertTrue(r.lines("ipv6 ").size() > 10, "IPv6 attempts made: " + r);
+        Map<String, List<String>> neighboursByNode = neighbours.stream()
+                .collect(java.util.stream.Collectors.groupingBy(ip -> Attacks.nodeOf(sandboxd.k8s(), ip)));
+        // From a sandbox on each node: ARP sees its own node's bridge only, so each node's neighbours are attacked
+        // from a sandbox beside them.
+        Attacks.onEveryNode(sandboxd.k8s(), "snippet", () -> Attacks.fromSnippet(sandboxd, args)).forEach((node, r) -> {
+            assertTrue(r.allAsExpected(), "no IPv6 link-local answer from any neighbour on " + node + ": " + r);
+            String sweep = r.lines("\"ipv6-sweep\"").getFirst();
+            // The attacker's discovery works (ARP is never filtered): the sweep really aimed at every target on its
+            // node (the test's own neighbour there always; CoreDNS and sandboxd where they share it), so its silence
+            // means the IPv6 path is closed, not that it had nothing to attack.
+            List<String> onItsNode = neighboursByNode.getOrDefault(node, List.of());
+            assertTrue(onItsNode.contains(NEIGHBOURS.get(node)), "the test's neighbour on " + node + ": " + onItsNode);
+            assertTrue(onItsNode.stream().allMatch(sweep::contains), "ARP found the targets on " + node + " "
+                    + onItsNode + ": " + sweep);
+            assertTrue(r.lines("ipv6 ").size() > 10, "IPv6 attempts made: " + r);
+            System.out.println("IPv6 link-local sweep from a snippet on " + node + ": its targets there " + onItsNode
+                    + " found by ARP, " + r.lines("ipv6 ").size() + " IPv6 attempts, none answered");
+        });
     }
 
     @Test
@@ -139,6 +178,7 @@ class ChannelsIT {
                 "--closed", "tcp:" + nodeIp + ":6443", "--closed", "tcp:" + nodeIp + ":10250", "--closed", "tcp:gateway:10250",
                 "--ipv6-sweep", Attacks.SWEEP_PORTS, "--sweep-also", coreDns));
         args.addAll(sandboxdAndBlockedTargets("--closed"));
+        args.addAll(everyNode("--closed"));
         Report r = Attacks.fromTool(sandboxd, args);
         assertTrue(r.allAsExpected(), "a tool reaches the public internet through cluster DNS only: " + r);
     }

@@ -3,8 +3,8 @@ package io.sandboxd.e2e.api;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
 import io.sandboxd.e2e.support.ApiResponse;
-import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.HostCommand;
+import io.sandboxd.e2e.support.LocalNodes;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.RunsAlone;
@@ -85,7 +85,8 @@ class ContractErrorsIT {
                 .withLabel("sandboxd.io/kind", "snippet").withLabel("sandboxd.io/state", "claimed")
                 .withoutLabel("sandboxd.io/session").list().getItems(), l -> !l.isEmpty()).get(0);
         String containerId = claimed.getStatus().getContainerStatuses().get(0).getContainerID().replace("containerd://", "");
-        String pid = HostCommand.run("ctr", "--address", Env.clusterState() + "/containerd/containerd.sock", "-n", "k8s.io",
+        String socket = LocalNodes.named(claimed.getSpec().getNodeName()).containerdSocket();
+        String pid = HostCommand.run("ctr", "--address", socket, "-n", "k8s.io",
                 "task", "ls").lines().filter(l -> l.startsWith(containerId)).findFirst().orElseThrow().trim().split("\\s+")[1];
         HostCommand.run("kill", "-KILL", pid);
         ApiResponse r = run.get(60, TimeUnit.SECONDS);

@@ -1,11 +1,6 @@
 package io.sandboxd.e2e.api;
 
 import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,6 +9,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 import io.sandboxd.e2e.support.IsolationTest;
+import io.sandboxd.e2e.support.LocalNodes;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.pods.SnippetPodSpec;
@@ -34,7 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * A snippet pod's one container runs the isolation gate, which execs the executor in its place only once every channel
  * it checks is closed: until then nothing listens on the pod's port, so no {@code /run} is answered and no snippet code
  * can run in a pod whose policy is not yet in force. Shown as whoever reaches a pod would try it: {@code /run} sent
- * straight to the address of a pod held at its gate from the node (whose traffic every NetworkPolicy admits, as it
+ * straight to the address of a pod held at its gate from its own node (whose traffic every NetworkPolicy admits, as it
  * admits the kubelet's probes), and a connection from inside the pod itself. (Not through a port-forward: under
  * gVisor the CRI's port-forward enters the host side of the pod's network, not gVisor's own stack.)
  * <p>
@@ -136,16 +132,11 @@ class GateFirstIT {
      * body: the executor refuses a request without the pod's secret before reading one, and closing a socket with
      * unread bytes resets it, which could lose the positive control's answer.
      */
-    private static Optional<Integer> postRun(Pod pod) throws InterruptedException {
-        try (HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(5)).build()) {
-            HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create("http://"
-                            + pod.getStatus().getPodIP() + ":8080/run")).timeout(Duration.ofSeconds(10))
-                    .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
-            return Optional.of(response.statusCode());
-        } catch (IOException e) {
-            return Optional.empty();
-        }
+    /** /run sent from the pod's own node, whose traffic its NetworkPolicy admits (another node's it does not). */
+    private static Optional<Integer> postRun(Pod pod) {
+        LocalNodes.HttpAnswer answer = LocalNodes.post(LocalNodes.of(pod), "http://" + pod.getStatus().getPodIP()
+                + ":8080/run", "");
+        return answer.status() == 0 ? Optional.empty() : Optional.of(answer.status());
     }
 
     private static String exec(KubernetesClient k8s, String python) throws Exception {

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.ApiResponse;
+import io.sandboxd.e2e.support.Attacks;
 import io.sandboxd.e2e.support.ExecResult;
 import io.sandboxd.e2e.support.PodSecrets;
 import io.sandboxd.e2e.support.Sandboxd;
@@ -39,8 +40,12 @@ class InPodEndpointIT {
         sandboxd = Sandboxd.get();
         hostNetwork = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-hostnet",
                 Map.of("e2e", "hostnet", "pod-security.kubernetes.io/enforce", "privileged"));
-        hostNetwork.startSleeper("intruder", Map.of("role", "intruder"),
-                b -> b.editSpec().withHostNetwork(true).endSpec());
+        // One intruder on each node: a node reaches the pods on itself (another node's traffic meets the policies),
+        // so each request comes from the node of the pod it attacks.
+        for (var node : Attacks.nodes(sandboxd.k8s())) {
+            hostNetwork.startSleeper("intruder-" + node.getMetadata().getName(), Map.of("role", "intruder"),
+                    b -> b.editSpec().withHostNetwork(true).withNodeName(node.getMetadata().getName()).endSpec());
+        }
     }
 
     @AfterAll
@@ -187,7 +192,7 @@ class InPodEndpointIT {
                 print(json.dumps({"status": response.status, "body": parsed}))
                 """.formatted(pyString(ip), authorization == null ? "None" : pyString(authorization),
                 pyString(method), pyString(method), pyString(path));
-        ExecResult result = hostNetwork.python("intruder", script);
+        ExecResult result = hostNetwork.python("intruder-" + Attacks.nodeOf(sandboxd.k8s(), ip), script);
         assertTrue(result.ok(), "the request from the hostNetwork pod went through: " + result);
         try {
             return Sandboxd.JSON.readTree(result.stdout());

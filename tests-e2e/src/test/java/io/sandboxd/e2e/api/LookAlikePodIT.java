@@ -1,9 +1,5 @@
 package io.sandboxd.e2e.api;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -15,6 +11,7 @@ import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.PodFate;
 import io.sandboxd.e2e.support.RunsAlone;
+import io.sandboxd.e2e.support.LocalNodes;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.pods.PodStates;
@@ -140,10 +137,10 @@ class LookAlikePodIT {
                          () -> "sandboxd took the look-alike: " + PodFate.of(admin, name));
 
             // Positive control: the forger answers a run with forged output when it gets one.
-            HttpResponse<String> direct = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(
-                    "http://" + ready.getStatus().getPodIP() + ":8080/run")).timeout(Duration.ofSeconds(10))
-                    .POST(HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
-            assertTrue(direct.body().contains(FORGED), direct.body());
+            // (From its own node: another node's traffic is judged by the sandbox's ingress rules.)
+            LocalNodes.HttpAnswer direct = LocalNodes.post(LocalNodes.of(ready), "http://" + ready.getStatus().getPodIP()
+                    + ":8080/run", "{}");
+            assertTrue(direct.body().contains(FORGED), direct.toString());
 
             // Another project's calls, more than the pool holds: a sandboxd that trusted labels would hand it out.
             List<String> served = new ArrayList<>();

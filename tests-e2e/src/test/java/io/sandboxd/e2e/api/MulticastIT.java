@@ -7,6 +7,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.sandboxd.e2e.support.ApiResponse;
+import io.sandboxd.e2e.support.Attacks;
 import io.sandboxd.e2e.support.ExecResult;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.Sandboxd;
@@ -43,7 +44,6 @@ class MulticastIT {
     static void install() {
         sandboxd = Sandboxd.get();
         control = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-multicast-control", Map.of("e2e", "multicast"));
-        control.startSleeper("sender", Map.of("role", "sender"));
     }
 
     @AfterAll
@@ -56,19 +56,31 @@ class MulticastIT {
         String session = "multicast-" + UUID.randomUUID();
         ApiResponse opened = sandboxd.execute(Map.of("session_id", session, "code", "print('listening soon')"));
         assertEquals(200, opened.status(), opened.toString());
-        String snippetIp = sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
-                .withName(opened.json().path("sandbox_id").asText()).get().getStatus().getPodIP();
-        String send = sender(List.of("224.0.0.1", GROUP, "255.255.255.255", "10.244.255.255", snippetIp));
+        var snippet = sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE)
+                .withName(opened.json().path("sandbox_id").asText()).get();
+        String snippetIp = snippet.getStatus().getPodIP();
+        String node = snippet.getSpec().getNodeName();
+        // Multicast and broadcast stay on a node's bridge: the control and the tool send from the snippet's node (the
+        // other nodes cordoned for the tool's pod), or the tool's silence would prove nothing.
+        control.startSleeper("sender", Map.of("role", "sender"), b -> b.editSpec().withNodeName(node).endSpec());
+        String send = sender(List.of("224.0.0.1", GROUP, "255.255.255.255",
+                                     Attacks.podBroadcast(sandboxd.k8s(), snippetIp), snippetIp));
+        List<String> others = Attacks.nodes(sandboxd.k8s()).stream().map(n -> n.getMetadata().getName())
+                .filter(n -> !n.equals(node)).toList();
 
         CompletableFuture<ApiResponse> listening = CompletableFuture.supplyAsync(() -> sandboxd.execute(Map.of(
                 "session_id", session, "timeout_s", 40, "code", LISTENER)));
         Thread.sleep(3000); // the listener is bound before anyone sends
         CompletableFuture<ExecResult> fromControl = CompletableFuture.supplyAsync(
                 () -> control.python("sender", send.replace("MARK", "control")));
-        ApiResponse fromTool = sandboxd.call(Map.of("image", Sandboxd.AGENT_IMAGE, "function", "run_code",
-                                                    "timeout_s", 60,
-                                                    "args", Map.of("code", send.replace("MARK", "tool"),
-                                                                   "timeout_s", 50)));
+        ApiResponse fromTool;
+        others.forEach(n -> Attacks.schedulable(sandboxd.k8s(), n, false));
+        try {
+            fromTool = sandboxd.call(Map.of("image", Sandboxd.AGENT_IMAGE, "function", "run_code", "timeout_s", 60,
+                                            "args", Map.of("code", send.replace("MARK", "tool"), "timeout_s", 50)));
+        } finally {
+            others.forEach(n -> Attacks.schedulable(sandboxd.k8s(), n, true));
+        }
         assertEquals(200, fromTool.status(), fromTool.toString());
         assertEquals(0, fromTool.json().path("result").path("exit_code").asInt(), "the tool sent: " + fromTool);
         ExecResult sent = fromControl.get(2, TimeUnit.MINUTES);

@@ -5,6 +5,7 @@ import java.util.List;
 
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.HostCommand;
+import io.sandboxd.e2e.support.LocalNodes;
 import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.Sandboxd;
 
@@ -69,10 +70,14 @@ class ReleaseInstallIT {
         for (Pod pod : sandboxes) {
             assertRuns(pod, snippetImage);
         }
-        String containerd = HostCommand.run("bash", "-c", "ctr --address " + Env.clusterState()
-                + "/containerd/containerd.sock -n k8s.io images ls -q");
-        assertTrue(containerd.lines().anyMatch(sandboxdImage::equals), "containerd pulled " + sandboxdImage);
-        assertTrue(containerd.lines().anyMatch(snippetImage::equals), "containerd pulled " + snippetImage);
+        // Every node that runs one of these pods pulled its image from the registry.
+        for (Pod pod : java.util.stream.Stream.concat(replicas.stream(), sandboxes.stream()).toList()) {
+            String node = pod.getSpec().getNodeName();
+            String containerd = HostCommand.run("ctr", "--address", LocalNodes.named(node).containerdSocket(), "-n", "k8s.io",
+                    "images", "ls", "-q");
+            String image = replicas.contains(pod) ? sandboxdImage : snippetImage;
+            assertTrue(containerd.lines().anyMatch(image::equals), "containerd of " + node + " pulled " + image);
+        }
     }
 
     private static void assertRuns(Pod pod, String image) {

@@ -68,6 +68,8 @@ class EgressIT {
         assertTrue(dropsAfter > dropsBefore, "the guard saw and dropped the attempt");
         assertEquals(0, HostCommand.iptablesPackets("mangle", "SBX-UPLINK-COUNT", "pod packets out of uplink"),
                 "no pod packet ever left through the uplink");
+        assertEquals(0, HostCommand.clusterAddressesStoppedAtTheUplink(),
+                "nothing on this machine sent a cluster address to the uplink");
     }
 
     @Test

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 
 import io.sandboxd.e2e.support.Env;
+import io.sandboxd.e2e.support.HostCommand;
 import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.ServiceLoad;
@@ -80,5 +81,7 @@ class ApiServerOutageIT {
         assertTrue(ranDuring > 0, "requests that found a reserved pod ran during the outage");
         assertEquals(List.of(), summary.reusedSandboxes(), "no pod served two runs");
         assertEquals(replicas, Replicas.restarts(sandboxd.k8s()), "no replica was restarted by the outage");
+        assertEquals(0, HostCommand.clusterAddressesStoppedAtTheUplink(),
+                     "the Service's address was translated throughout: nothing sent to it reached the uplink");
     }
 }

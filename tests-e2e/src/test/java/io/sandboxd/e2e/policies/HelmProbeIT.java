@@ -77,7 +77,7 @@ class HelmProbeIT {
                 k8s.network().networkPolicies().inNamespace(Sandboxd.SANDBOX_NAMESPACE).resource(p).create();
             }
         }
-        assertTrue(helmTest().ok(), "passes again once the policies are back");
+        assertPassesAgain("once the policies are back");
     }
 
     private static boolean selectsSnippetPods(NetworkPolicy p) {
@@ -85,6 +85,29 @@ class HelmProbeIT {
         boolean selectsAll = (labels == null || labels.isEmpty())
                 && (p.getSpec().getPodSelector().getMatchExpressions() == null || p.getSpec().getPodSelector().getMatchExpressions().isEmpty());
         return selectsAll || (labels != null && "snippet".equals(labels.get("sandboxd.io/kind")));
+    }
+
+    /**
+     * The probe passes again once the restored defence is enforced. Enforcement follows a change asynchronously (the
+     * policy enforcer's next sync, which a busy node may delay past the probe gate's 30 s), so a failed run is
+     * printed and the probe run again, within a bound: a hole that stays open fails every run.
+     */
+    private static void assertPassesAgain(String when) {
+        long start = System.nanoTime();
+        List<String> failures = new java.util.ArrayList<>();
+        for (int run = 1; run <= 3; run++) {
+            ExecResult result = helmTest();
+            if (result.ok()) {
+                System.out.printf("helm test passes again %s: run %d, %.0f s after the restore%n", when, run,
+                        (System.nanoTime() - start) / 1e9);
+                return;
+            }
+            String failed = result.stdout().lines().filter(l -> l.startsWith("FAIL") || l.contains("\"blocked\": false")
+                    || l.contains("isolation gate")).collect(Collectors.joining("\n"));
+            System.out.println("helm test " + when + ", run " + run + " failed:\n" + result.stdout());
+            failures.add("run " + run + ": " + failed);
+        }
+        throw new AssertionError("helm test does not pass again " + when + " (3 runs): " + failures);
     }
 
     private static ExecResult helmTest() {
@@ -135,7 +158,7 @@ class HelmProbeIT {
             podNetwork("close");
             control.close();
         }
-        assertTrue(helmTest().ok(), "passes again once IPv6 is closed");
+        assertPassesAgain("once IPv6 is closed");
         // Pods created while open have IPv6 in their own namespace (the CNI layer missed them); the node layer
         // holds them now, but the pool is renewed so that every sandbox has both layers again.
         String held = waitingPod;

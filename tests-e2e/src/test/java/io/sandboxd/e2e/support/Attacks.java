@@ -24,11 +24,18 @@ public final class Attacks {
     private Attacks() {
     }
 
-    /** Python that runs the probe with ARGS and exits with its code, printing its report. */
+    /**
+     * Python that runs the probe with ARGS and exits with its code, printing its report after the sandbox's own
+     * address (a UDP socket's connect sends nothing), so the report names the node it was made on.
+     */
     public static String probeCode(List<String> args) {
-        return "import subprocess, sys\nr = subprocess.run([sys.executable, '" + PROBE + "'] + " + pyList(args)
+        return "import socket, subprocess, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                + "s.connect(('" + Env.CLUSTER_DNS + "', 53))\nprint('" + SOURCE + "' + s.getsockname()[0])\n"
+                + "r = subprocess.run([sys.executable, '" + PROBE + "'] + " + pyList(args)
                 + ", capture_output=True, text=True)\nprint(r.stdout + r.stderr)\nsys.exit(r.returncode)";
     }
+
+    private static final String SOURCE = "sandbox ipv4: ";
 
     /** The probe run in a snippet sandbox via /v1/execute: (exit code, report). */
     public static Report fromSnippet(Sandboxd sandboxd, List<String> args) {
@@ -64,10 +71,92 @@ public final class Attacks {
         return Arrays.asList(args);
     }
 
+    /** The API server's node: the one whose address the {@code kubernetes} Service's endpoint is. */
     public static String nodeIp(KubernetesClient k8s) {
-        Node node = k8s.nodes().list().getItems().get(0);
+        String api = k8s.endpoints().inNamespace("default").withName("kubernetes").get().getSubsets().getFirst()
+                .getAddresses().getFirst().getIp();
+        return nodes(k8s).stream().map(Attacks::internalIp).filter(api::equals).findFirst().orElse(api);
+    }
+
+    /** Every node of the cluster, by name. */
+    public static List<Node> nodes(KubernetesClient k8s) {
+        return k8s.nodes().list().getItems().stream()
+                .sorted(java.util.Comparator.comparing(n -> n.getMetadata().getName())).toList();
+    }
+
+    public static String internalIp(Node node) {
         return node.getStatus().getAddresses().stream().filter(a -> "InternalIP".equals(a.getType()))
                 .map(NodeAddress::getAddress).findFirst().orElseThrow();
+    }
+
+    /**
+     * Runs RUN (the probe in a new sandbox) until a sandbox on every node has given a report, and returns the first
+     * report of each node, by node name. A run lands where the pool placed its pod (the report names the sandbox's
+     * address, its node's pod range the node), so a node that has given its report is cordoned meanwhile: the pods
+     * made next (a tool call's, the pool's refill) go to the others, as an attacker who retries until placed gets. The
+     * warm pods already on it may still be taken, so runs repeat; a node still missing after four runs a node fails.
+     */
+    public static Map<String, Report> onEveryNode(KubernetesClient k8s, String kind, java.util.function.Supplier<Report> run) {
+        List<String> all = nodes(k8s).stream().map(n -> n.getMetadata().getName()).toList();
+        Map<String, Report> byNode = new java.util.TreeMap<>();
+        List<String> cordoned = new ArrayList<>();
+        try {
+            for (int attempt = 0; attempt < 4 * all.size() && byNode.size() < all.size(); attempt++) {
+                Report report = run.get();
+                String node = nodeOf(k8s, report.sourceIp());
+                if (byNode.putIfAbsent(node, report) == null && byNode.size() < all.size()) {
+                    schedulable(k8s, node, false);
+                    cordoned.add(node);
+                }
+            }
+        } finally {
+            cordoned.forEach(n -> schedulable(k8s, n, true));
+        }
+        if (byNode.size() < all.size()) {
+            throw new AssertionError("no " + kind + " ran on every node of " + all + " in " + 4 * all.size()
+                    + " runs: only on " + byNode.keySet());
+        }
+        return byNode;
+    }
+
+    /** kubectl cordon (false) and uncordon (true): new pods, a tool call's among them, go to the other nodes. */
+    public static void schedulable(KubernetesClient k8s, String node, boolean schedulable) {
+        k8s.nodes().withName(node).edit(n -> new io.fabric8.kubernetes.api.model.NodeBuilder(n).editSpec()
+                .withUnschedulable(schedulable ? null : true).endSpec().build());
+    }
+
+    /** The broadcast address of the pod range of the node that runs pod IP (a pod's subnet is its node's range). */
+    public static String podBroadcast(KubernetesClient k8s, String ip) {
+        String node = nodeOf(k8s, ip);
+        String[] c = k8s.nodes().withName(node).get().getSpec().getPodCIDR().split("/");
+        long broadcast = ipv4(c[0]) | (0xffffffffL >>> Integer.parseInt(c[1]));
+        return (broadcast >> 24 & 255) + "." + (broadcast >> 16 & 255) + "." + (broadcast >> 8 & 255) + "." + (broadcast & 255);
+    }
+
+    /** The node whose pod range holds IP (its spec.podCIDR). */
+    public static String nodeOf(KubernetesClient k8s, String ip) {
+        for (Node node : nodes(k8s)) {
+            String cidr = node.getSpec().getPodCIDR();
+            if (cidr != null && inCidr(ip, cidr)) {
+                return node.getMetadata().getName();
+            }
+        }
+        throw new IllegalStateException("no node's pod range holds " + ip);
+    }
+
+    private static boolean inCidr(String ip, String cidr) {
+        String[] c = cidr.split("/");
+        int bits = Integer.parseInt(c[1]);
+        long mask = bits == 0 ? 0 : 0xffffffffL << (32 - bits) & 0xffffffffL;
+        return (ipv4(ip) & mask) == (ipv4(c[0]) & mask);
+    }
+
+    private static long ipv4(String ip) {
+        long v = 0;
+        for (String part : ip.split("\\.")) {
+            v = v << 8 | Integer.parseInt(part);
+        }
+        return v;
     }
 
     public static String coreDnsIp(KubernetesClient k8s) {
@@ -104,6 +193,12 @@ public final class Attacks {
     public record Report(int exitCode, String output, String where) {
         public boolean allAsExpected() {
             return exitCode == 0;
+        }
+
+        /** The sandbox's own IPv4 address, as the probe code printed it. */
+        public String sourceIp() {
+            return output.lines().filter(l -> l.startsWith(SOURCE)).map(l -> l.substring(SOURCE.length()).trim())
+                    .findFirst().orElseThrow(() -> new AssertionError("no source address in " + output));
         }
 
         /** The lines of checks whose name contains TEXT. */

@@ -65,6 +65,10 @@ public final class Env {
         return Path.of(cache(), "bin", "current", "helm");
     }
 
+    public static Path kubectl() {
+        return Path.of(cache(), "bin", "current", "kubectl");
+    }
+
     /** The simulated targets cluster-up.sh creates (tests-e2e/cluster/cluster.env). */
     public static final String PUBLIC_TARGET = "203.0.113.10";
     public static final String PUBLIC_TARGET_NAME = "public.sbx.test";

@@ -46,4 +46,14 @@ public final class HostCommand {
         }
         throw new IllegalStateException("no rule '" + marker + "' in " + table + "/" + chain);
     }
+
+    /**
+     * Packets this machine addressed to a cluster address (a Service's ClusterIP kube-proxy did not translate, a pod
+     * address) that the guard stopped at the uplink since the cluster came up (cluster-up.sh): 0 unless the Service
+     * network failed somewhere.
+     */
+    public static long clusterAddressesStoppedAtTheUplink() {
+        return iptablesPackets("mangle", "SBX-UPLINK-COUNT", "Service addresses never leave")
+                + iptablesPackets("mangle", "SBX-UPLINK-COUNT", "pod addresses never leave");
+    }
 }

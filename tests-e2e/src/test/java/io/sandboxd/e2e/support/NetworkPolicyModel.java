@@ -23,13 +23,19 @@ public final class NetworkPolicyModel {
     /** The model, in the chart (shipped with the helm test runner). */
     public static final Path PROGRAM = Env.repo().resolve("charts/sandboxd/files/probe/netpol_model.py");
 
-    /** Who or what sends or receives: a pod (labels, namespace labels), the node, or an address outside the pods. */
+    /**
+     * Who or what sends or receives: a pod (labels, namespace labels), a node, or an address outside the pods; node is
+     * the node a pod runs on or a node endpoint is (null: not known, taken to be the same machine).
+     */
     public record Endpoint(String name, String ip, String namespace, Map<String, String> labels,
-                           Map<String, String> namespaceLabels, Kind kind) {
+                           Map<String, String> namespaceLabels, Kind kind, String node) {
         Map<String, Object> asJson() {
             Map<String, Object> json = new LinkedHashMap<>();
             json.put("ip", ip);
             json.put("kind", kind.name().toLowerCase(java.util.Locale.ROOT));
+            if (node != null) {
+                json.put("node", node);
+            }
             if (kind == Kind.POD) {
                 json.put("namespace", namespace);
                 json.put("labels", labels == null ? Map.of() : labels);

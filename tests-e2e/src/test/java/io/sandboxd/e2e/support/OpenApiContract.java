@@ -45,7 +45,8 @@ final class OpenApiContract {
             report = VALIDATOR.validateResponse(path, Request.Method.valueOf(method), checked.build());
         }
         if (report.hasErrors()) {
-            fail(method + " " + path + " answered " + response + ", which the OpenAPI document does not allow:\n"
+            fail(method + " " + uri + " answered " + response + " " + response.headers().map()
+                    + ", which the OpenAPI document does not allow:\n"
                     + SimpleValidationReportFormat.getInstance().apply(report));
         }
     }

@@ -4,10 +4,13 @@ import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.client.KubernetesClient;
+
+import org.awaitility.core.ConditionTimeoutException;
 
 import static org.awaitility.Awaitility.await;
 
@@ -71,11 +74,41 @@ public final class Replicas {
      */
     public static Duration awaitPoolAtTarget(Sandboxd sandboxd, Duration atMost) {
         long start = System.nanoTime();
-        await().atMost(atMost).pollInterval(Duration.ofMillis(500)).ignoreExceptions().until(() -> {
-            var pool = sandboxd.send(sandboxd.serviceUri(), "GET", "/v1/pool", null, null).json();
-            return pool.path("warm").asInt() >= pool.path("target").asInt() && pool.path("in_flight").asInt() == 0;
-        });
+        AtomicReference<Object> last = new AtomicReference<>();
+        try {
+            await().atMost(atMost).pollInterval(Duration.ofMillis(500)).until(() -> {
+                try {
+                    var pool = sandboxd.send(sandboxd.serviceUri(), "GET", "/v1/pool", null, null).json();
+                    last.set(pool);
+                    return pool.path("warm").asInt() >= pool.path("target").asInt()
+                            && pool.path("in_flight").asInt() == 0;
+                } catch (RuntimeException | AssertionError e) {
+                    last.set(e);
+                    return false;
+                }
+            });
+        } catch (ConditionTimeoutException e) {
+            throw new AssertionError("the pool was not back at its target within " + atMost + "; last GET /v1/pool: "
+                    + last.get() + "; sandbox pods: " + sandboxPods(sandboxd.k8s()) + "; replicas: "
+                    + restarts(sandboxd.k8s()) + (TestCluster.isLocalNode() ? onTheNode(sandboxd) : ""), e);
+        }
         return Duration.ofNanos(System.nanoTime() - start);
+    }
+
+    /** What the node saw of the Service, for a failure's message: the guard's count and the connections' backends. */
+    private static String onTheNode(Sandboxd sandboxd) {
+        String ip = sandboxd.serviceUri().getHost();
+        return "; packets to cluster addresses stopped at the uplink: " + HostCommand.clusterAddressesStoppedAtTheUplink()
+                + "; connections to the Service (conntrack): " + HostCommand.exec("conntrack", "-L", "-p", "tcp",
+                        "--orig-dst", ip, "--orig-port-dst", "8080").stdout().lines().limit(20).toList();
+    }
+
+    /** Each sandbox pod as "name node phase state", for a failure's message. */
+    private static List<String> sandboxPods(KubernetesClient k8s) {
+        return k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).list().getItems().stream().map(p -> String.join(" ",
+                p.getMetadata().getName(), String.valueOf(p.getSpec().getNodeName()), p.getStatus().getPhase(),
+                String.valueOf(p.getMetadata().getLabels().get("sandboxd.io/state")),
+                p.getMetadata().getDeletionTimestamp() == null ? "" : "deleting")).toList();
     }
 
     /** Sandbox pods that name one of {@code replicas} as their holder or claimer. */
