@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -318,12 +319,8 @@ class PoolReconcilerTest {
         TestNodes.node(client, "node-b", "True", clock.instant());
         NodeCache nodes = NodeCache.start(client, clock);
         try {
-            PodCache snippets = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL, nodes);
-            PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL, nodes);
-            caches.add(snippets);
-            caches.add(tools);
-            awaitSynced(snippets);
-            awaitSynced(tools);
+            PodCache snippets = startedCache(SandboxLabels.snippetSelector(), nodes);
+            PodCache tools = startedCache(SandboxLabels.toolSelector(), nodes);
             TestNodes.awaitSynced(nodes);
             readyWarmPod("sandbox-b1", "node-b");
             readyWarmPod("sandbox-b2", "node-b");
@@ -389,12 +386,8 @@ class PoolReconcilerTest {
         TestNodes.node(client, "node-gone", "True", clock.instant());
         NodeCache nodes = NodeCache.start(client, clock);
         try {
-            PodCache snippets = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL, nodes);
-            PodCache tools = PodCache.start(client, NS, SandboxLabels.toolSelector(), TestSeal.SEAL, nodes);
-            caches.add(snippets);
-            caches.add(tools);
-            awaitSynced(snippets);
-            awaitSynced(tools);
+            PodCache snippets = startedCache(SandboxLabels.snippetSelector(), nodes);
+            PodCache tools = startedCache(SandboxLabels.toolSelector(), nodes);
             TestNodes.awaitSynced(nodes);
             Pod orphan = readyWarmPod("sandbox-orphan", "node-gone");
             snippets.await(() -> snippets.pod("sandbox-orphan").isPresent() ? Optional.of(true) : Optional.empty(),
@@ -466,6 +459,14 @@ class PoolReconcilerTest {
     private PodCache cache() {
         PodCache cache = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL);
         caches.add(cache);
+        return cache;
+    }
+
+    /** A pod cache of these pods that sees their nodes through {@code nodes}, synced, closed after the test. */
+    private PodCache startedCache(Map<String, String> selector, NodeCache nodes) throws InterruptedException {
+        PodCache cache = PodCache.start(client, NS, selector, TestSeal.SEAL, nodes);
+        caches.add(cache);
+        awaitSynced(cache);
         return cache;
     }
 
