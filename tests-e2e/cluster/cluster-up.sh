@@ -28,15 +28,6 @@ start() {
   setsid "$@" >"$logs/$name.log" 2>&1 < /dev/null &
   echo $! > "$run/$name.pid"
 }
-# wait_for DESCRIPTION SECONDS CMD...: block until CMD succeeds.
-wait_for() {
-  local what=$1 secs=$2; shift 2
-  local deadline=$(( $(date +%s) + secs ))
-  until "$@" >/dev/null 2>&1; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then echo "timed out waiting for $what" >&2; return 1; fi
-    sleep 0.2
-  done
-}
 
 # --- 1. guard: no pod traffic may leave this machine (installed before any pod exists) -------------
 sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1 2>/dev/null || \

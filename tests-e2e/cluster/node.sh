@@ -33,14 +33,6 @@ start() { # NAME CMD...: a daemon of this node, in its network namespace, logged
   fi
   echo $! > "$run/$name.pid"
 }
-wait_for() { # DESCRIPTION SECONDS CMD...
-  local what=$1 secs=$2; shift 2
-  local deadline=$(( $(date +%s) + secs ))
-  until "$@" >/dev/null 2>&1; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then echo "$NODE_NAME: timed out waiting for $what" >&2; return 1; fi
-    sleep 0.2
-  done
-}
 stop() { # NAME: the recorded process group, SIGKILL (a node lost does not shut down cleanly)
   local pidfile=$run/$1.pid pid
   [ -f "$pidfile" ] || return 0
