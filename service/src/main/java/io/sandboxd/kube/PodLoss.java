@@ -13,9 +13,9 @@ import io.fabric8.kubernetes.api.model.Pod;
 /**
  * Tells a call in flight that its pod is lost, as the informer cache sees it: a container of the pod has ended, the pod
  * has finished, the pod is gone, or the pod's node is down ({@link NodeCache}: a node whose kubelet died sends no
- * reset and never reports the pod's end, so the call would otherwise wait for its deadline). When a pod's processes die the node's kernel mostly resets the call's connection
- * at once, but not under gVisor: the sandbox's own network stack dies with it and nothing resets, so without this the
- * call would wait for its deadline (SandboxPodLossIT).
+ * reset and never reports the pod's end, so the call would otherwise wait for its deadline). When a pod's processes
+ * die the node's kernel mostly resets the call's connection at once, but not under gVisor: the sandbox's own network
+ * stack dies with it and nothing resets, so without this the call would wait for its deadline (SandboxPodLossIT).
  */
 public final class PodLoss {
 
