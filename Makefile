@@ -47,13 +47,13 @@ docs: ## regenerate the chart README's values reference from values.yaml (helm-d
 
 unit-test: ## unit tests: service, policies + chart, egress proxy, toolrunner, toolrunner with Google ADK; the formatter check on every Java module
 	$(MVN) -pl service,policies -am install
-	cd egress-proxy && go test ./...
+	cd egress-proxy && mkdir -p target && go test ./... 2>&1 | tee target/go-test.log  # the log: for .ci/failures.py
 	$(MVN) -pl tests-e2e validate  # the formatter check (spotless:check at validate) for the e2e suite's Java too
-	cd toolrunner && python3 -m pytest -q
+	cd toolrunner && python3 -m pytest -q --junitxml=target/pytest.xml
 	$(MAKE) --no-print-directory adk-test
 
 adk-test: ## tool relocation with a real Google ADK agent (its venv: /var/cache/sandboxd/adk-venv, made once)
-	adk_python=$$(bash toolrunner/adk-venv.sh) && cd toolrunner/tests_adk && "$$adk_python" -m pytest -q
+	adk_python=$$(bash toolrunner/adk-venv.sh) && cd toolrunner/tests_adk && "$$adk_python" -m pytest -q --junitxml=../target/pytest-adk.xml
 
 packages: ## install the Debian packages the cluster needs (idempotent)
 	bash $(CLUSTER)/install-packages.sh
