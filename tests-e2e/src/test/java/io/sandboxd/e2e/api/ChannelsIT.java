@@ -2,7 +2,6 @@ package io.sandboxd.e2e.api;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
-import io.fabric8.kubernetes.api.model.Sysctl;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.readiness.Readiness;
 import io.sandboxd.e2e.support.IsolationTest;
@@ -63,7 +62,7 @@ class ChannelsIT {
         // A client namespace, so the control may call sandboxd too; its pod may ping (a safe, namespaced sysctl),
         // or the ICMP positive control could not fail.
         control = TestPods.inFreshNamespace(k8s, "e2e-channels-control", Map.of("e2e", "control", "sandboxd.io/client", "true"));
-        control.startSleeper("control", Map.of("role", "control"), ChannelsIT::mayPing);
+        control.startSleeper("control", Map.of("role", "control"), TestPods::mayPing);
         nodeIp = Attacks.nodeIp(k8s);
         coreDns = Attacks.coreDnsIp(k8s);
         sandboxdIps = Attacks.sandboxdIps(k8s);
@@ -190,7 +189,7 @@ class ChannelsIT {
         // and policies, that may ping, still gets no echo back; the control pod (same sysctl, no policy) does.
         KubernetesClient k8s = sandboxd.k8s();
         Pod template = poolPods().getFirst();
-        Pod pod = mayPing(new PodBuilder().withNewMetadata().withName("e2e-icmp-snippet")
+        Pod pod = TestPods.mayPing(new PodBuilder().withNewMetadata().withName("e2e-icmp-snippet")
                 .withNamespace(Sandboxd.SANDBOX_NAMESPACE)
                 // Not managed by sandboxd, so the pool never adopts it; the snippet policy selects it by kind.
                 .withLabels(Map.of("sandboxd.io/kind", "snippet", "app.kubernetes.io/managed-by", "e2e"))
@@ -261,11 +260,6 @@ class ChannelsIT {
                 .filter(p -> p.getMetadata().getDeletionTimestamp() == null && Readiness.isPodReady(p)).toList();
     }
 
-    private static PodBuilder mayPing(PodBuilder b) {
-        return b.editSpec().editOrNewSecurityContext()
-                .withSysctls(new Sysctl("net.ipv4.ping_group_range", "0 2147483647"))
-                .endSecurityContext().endSpec();
-    }
 
     private static KubernetesClient impersonateSandboxd() {
         return TestCluster.as("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":sandboxd");

@@ -112,12 +112,12 @@ class TruthTableIT {
         // cells test the destination's ingress rules rather than a missing ping socket.
         client = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-truth-client",
                                            Map.of("e2e", "truth-client", "sandboxd.io/client", "true"));
-        client.startSleeper("agent", Map.of("role", "agent"), TruthTableIT::mayPing);
+        client.startSleeper("agent", Map.of("role", "agent"), TestPods::mayPing);
         outside = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-truth-outside", Map.of("e2e", "truth-outside"));
-        outside.startSleeper("outside", Map.of("role", "outside"), TruthTableIT::mayPing);
+        outside.startSleeper("outside", Map.of("role", "outside"), TestPods::mayPing);
         TestPods.inNamespace(sandboxd.k8s(), Sandboxd.RELEASE_NAMESPACE).startSleeper(RELEASE_POD,
                 Map.of("app.kubernetes.io/name", "sandboxd-e2e-truth", "app.kubernetes.io/component", "probe"),
-                TruthTableIT::mayPing);
+                TestPods::mayPing);
         hostNet = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-truth-hostnet",
                 Map.of("e2e", "truth-hostnet", "pod-security.kubernetes.io/enforce", "privileged"));
         nodes = Attacks.nodes(sandboxd.k8s());
@@ -411,12 +411,6 @@ class TruthTableIT {
     private static Endpoint asAnotherPod(Endpoint pod) {
         return new Endpoint(pod.name(), "10.244.255.254", pod.namespace(), pod.labels(), pod.namespaceLabels(),
                             pod.kind(), null);
-    }
-
-    private static io.fabric8.kubernetes.api.model.PodBuilder mayPing(io.fabric8.kubernetes.api.model.PodBuilder b) {
-        return b.editSpec().editOrNewSecurityContext()
-                .withSysctls(new io.fabric8.kubernetes.api.model.Sysctl("net.ipv4.ping_group_range", "0 2147483647"))
-                .endSecurityContext().endSpec();
     }
 
     /** What the probe found for each {@code --closed} spec: true when something answered. */

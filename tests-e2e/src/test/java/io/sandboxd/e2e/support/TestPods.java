@@ -103,6 +103,16 @@ public final class TestPods implements AutoCloseable {
         return Env.runtimeClass().isEmpty() ? pod : pod.editSpec().withRuntimeClassName(Env.runtimeClass()).endSpec();
     }
 
+    /**
+     * A pod that may open a ping socket (a safe, namespaced sysctl): so that its ICMP cells test the destination's
+     * rules rather than a missing socket.
+     */
+    public static PodBuilder mayPing(PodBuilder pod) {
+        return pod.editSpec().editOrNewSecurityContext()
+                .withSysctls(new io.fabric8.kubernetes.api.model.Sysctl("net.ipv4.ping_group_range", "0 2147483647"))
+                .endSecurityContext().endSpec();
+    }
+
     public static PodBuilder hardenedPod(String name, Map<String, String> labels, List<String> command) {
         return new PodBuilder()
                 .withNewMetadata().withName(name).withLabels(labels).endMetadata()

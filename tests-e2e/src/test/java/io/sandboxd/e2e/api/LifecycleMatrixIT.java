@@ -1,0 +1,170 @@
+package io.sandboxd.e2e.api;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+
+import io.sandboxd.e2e.support.ApiResponse;
+import io.sandboxd.e2e.support.IsolationTest;
+import io.sandboxd.e2e.support.LifecycleMatrix;
+import io.sandboxd.e2e.support.LifecycleMatrix.Role;
+import io.sandboxd.e2e.support.LifecycleMatrix.Source;
+import io.sandboxd.e2e.support.McpSession;
+import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.TestPods;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * Issue 42: no sandbox outlives its policy, attacked in time at every way a sandbox pod ends in normal use. Each kind
+ * runs a sprayer ({@link LifecycleMatrix}) that keeps a thread of its interpreter and a leftover process (double
+ * forked, a session of its own) sending to every destination channel after its run: a single-use snippet (run ended,
+ * its pod deleted by sandboxd), a tool call (its leftover process after the call, its pod deleted), an MCP session
+ * (idle between runs, then {@code DELETE /mcp}). Each twice at once, so that sandboxes of both nodes attack. Every
+ * packet any of them gets to a closed cell, at any instant until two seconds after its pod is gone, fails the test.
+ * <p>
+ * The defence removed, every run: one more session's pod is force-deleted by the test (grace period 0, as sandboxd
+ * deleted every pod before issue 42), and the packets it then gets through closed cells are printed (on kube-router
+ * under both runtimes: hundreds). Mutation: sandboxd's own deletes back at grace period 0 ({@code PodWrites.delete},
+ * {@code PodHardening}'s terminationGracePeriodSeconds) fails the snippet, tool and MCP rows the same way.
+ */
+@IsolationTest
+class LifecycleMatrixIT {
+    /** How long a sprayer sprays at most: past its pod's deletion, whatever the kind. */
+    private static final int SPRAY_SECONDS = 40;
+    private static final int RUN_SECONDS = 3;
+    private static Sandboxd sandboxd;
+    private static TestPods outside;
+    private static TestPods client;
+
+    @BeforeAll
+    static void pods() {
+        sandboxd = Sandboxd.get();
+        outside = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-lifecycle-outside", Map.of("e2e", "lifecycle-outside"));
+        outside.startSleeper("outside", Map.of("role", "outside"), TestPods::mayPing);
+        client = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-lifecycle-client",
+                                           Map.of("e2e", "lifecycle-client", "sandboxd.io/client", "true"));
+        client.startSleeper("agent", Map.of("role", "agent"), TestPods::mayPing);
+    }
+
+    @AfterAll
+    static void cleanUp() {
+        outside.close();
+        client.close();
+    }
+
+    @Test
+    void noSandboxProcessOutlivesItsPolicyWhenItsPodEnds() {
+        try (LifecycleMatrix matrix = LifecycleMatrix.start(sandboxd.k8s(), sandboxd.k8s().pods()
+                .inNamespace(outside.namespace()).withName("outside").get())) {
+            matrix.control("pod of another namespace", outside, "outside", 2);
+            matrix.control("agent pod (client namespace)", client, "agent", 2);
+            List<CompletableFuture<Void>> attacks = new ArrayList<>();
+            for (int i = 1; i <= 2; i++) {
+                int n = i;
+                attacks.add(CompletableFuture.runAsync(() -> snippet(matrix, "snippet " + n)));
+                attacks.add(CompletableFuture.runAsync(() -> tool(matrix, "tool call " + n)));
+                attacks.add(CompletableFuture.runAsync(() -> mcpSession(matrix, "MCP session " + n)));
+            }
+            attacks.add(CompletableFuture.runAsync(() -> forceDeletedSession(matrix)));
+            CompletableFuture.allOf(attacks.toArray(CompletableFuture[]::new)).join();
+            long leaked = matrix.assertHolds("sandbox pods ending");
+            System.out.println("[e2e] lifecycle: sandboxes attacked from nodes " + matrix.sandboxNodes()
+                    + "; a session pod force-deleted (the defence removed) got " + leaked
+                    + " packets through closed cells");
+        }
+    }
+
+    /** A single-use snippet: its run ends, sandboxd deletes its pod; a leftover process and a thread keep spraying. */
+    private static void snippet(LifecycleMatrix matrix, String name) {
+        Source source = matrix.source(name, Role.SANDBOX);
+        long sent = System.currentTimeMillis();
+        ApiResponse r = sandboxd.execute(Map.of("code", matrix.sprayer(List.of("thread", "leftover"), SPRAY_SECONDS,
+                                                                       RUN_SECONDS), "timeout_s", 30));
+        long answered = System.currentTimeMillis();
+        assertEquals(200, r.status(), r.toString());
+        String pod = r.json().path("sandbox_id").asText();
+        source.sprayed(r.json().path("stdout").asText() + r.json().path("stderr").asText(),
+                       matrix.sandboxEndpoint(pod));
+        ended(matrix, source, pod, sent, answered);
+    }
+
+    /** A tool call whose code leaves a process behind: the call ends, sandboxd deletes its pod. */
+    private static void tool(LifecycleMatrix matrix, String name) {
+        Source source = matrix.source(name, Role.SANDBOX);
+        long sent = System.currentTimeMillis();
+        ApiResponse r = sandboxd.call(Map.of("image", Sandboxd.AGENT_IMAGE, "function", "run_code", "timeout_s", 90,
+                "args", Map.of("code", matrix.sprayer(List.of("thread", "leftover"), SPRAY_SECONDS, RUN_SECONDS),
+                               "timeout_s", 60)));
+        long answered = System.currentTimeMillis();
+        assertEquals(200, r.status(), r.toString());
+        JsonNode result = r.json().path("result");
+        String pod = r.json().path("sandbox_id").asText();
+        source.sprayed(result.path("stdout").asText() + result.path("stderr").asText(), matrix.sandboxEndpoint(pod));
+        ended(matrix, source, pod, sent, answered);
+    }
+
+    /** An MCP session: a thread of its interpreter sprays while the session is idle, then through DELETE /mcp. */
+    private static void mcpSession(LifecycleMatrix matrix, String name) {
+        Source source = matrix.source(name, Role.SANDBOX);
+        McpSession session = McpSession.open(sandboxd.replicas().getFirst(), sandboxd.token());
+        long sent = System.currentTimeMillis();
+        JsonNode result = session.call("run_python_session", matrix.sprayer(List.of("thread"), SPRAY_SECONDS,
+                                                                            RUN_SECONDS)).path("structuredContent");
+        long answered = System.currentTimeMillis();
+        String pod = result.path("sandbox_id").asText();
+        source.sprayed(result.path("stdout").asText() + result.path("stderr").asText(), matrix.sandboxEndpoint(pod));
+        source.running(sent, answered);
+        pause(Duration.ofSeconds(3));
+        long ending = System.currentTimeMillis();
+        source.phase("session idle", answered, ending);
+        assertEquals(204, session.end(), "DELETE /mcp ends the session");
+        long gone = matrix.awaitGone(pod, Duration.ofMinutes(1));
+        source.phase("DELETE /mcp, pod being deleted", ending, gone);
+        source.phase("after its pod is gone", gone, gone + LifecycleMatrix.AFTER_GONE.toMillis());
+        pause(LifecycleMatrix.AFTER_GONE);
+    }
+
+    /** The defence removed: a D4 session's pod force-deleted by the test (grace period 0) while its thread sprays. */
+    private static void forceDeletedSession(LifecycleMatrix matrix) {
+        Source source = matrix.source("session pod force-deleted (grace 0)", Role.DEFENCE_REMOVED);
+        long sent = System.currentTimeMillis();
+        ApiResponse r = sandboxd.execute(Map.of("session_id", "lifecycle-" + UUID.randomUUID(), "code",
+                                                matrix.sprayer(List.of("thread"), SPRAY_SECONDS, RUN_SECONDS)));
+        long answered = System.currentTimeMillis();
+        assertEquals(200, r.status(), r.toString());
+        String pod = r.json().path("sandbox_id").asText();
+        source.sprayed(r.json().path("stdout").asText(), matrix.sandboxEndpoint(pod));
+        source.running(sent, answered);
+        long deleted = System.currentTimeMillis();
+        sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(pod).withGracePeriod(0).delete();
+        source.phase("force-deleted", deleted, deleted + 5000);
+        pause(Duration.ofSeconds(5));
+    }
+
+    /** The phases after a run: its pod being deleted by sandboxd, then gone. */
+    private static void ended(LifecycleMatrix matrix, Source source, String pod, long sent, long answered) {
+        source.running(sent, answered);
+        long gone = matrix.awaitGone(pod, Duration.ofMinutes(1));
+        source.phase("run ended, pod being deleted", answered, gone);
+        source.phase("after its pod is gone", gone, gone + LifecycleMatrix.AFTER_GONE.toMillis());
+        pause(LifecycleMatrix.AFTER_GONE);
+    }
+
+    private static void pause(Duration d) {
+        try {
+            Thread.sleep(d.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+}
