@@ -9,12 +9,19 @@
 #   node.sh kill N    the node lost: its link cut first (node 2 only), then its daemons, shims and every process of
 #                     its pods killed at once. Its Node object stays, as a dead machine's does.
 #   node.sh down N    kill N, then remove its mounts, state and network (cluster-down.sh does this)
+#   node.sh freeze N  its kubelet stopped (SIGSTOP) while containerd, its pods and the enforcer run on: a kubelet
+#                     that died on a live machine; `node.sh thaw N` lets it go on (SIGCONT)
+#   node.sh restart-enforcer N [clean]
+#                     kube-router killed and started again (an upgrade, a crash); with "clean" its iptables rules
+#                     and ipsets are removed in between (an enforcer that starts from nothing: the lifecycle
+#                     matrix's mutation); returns when it answers its health check
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
 . "$here/cluster.env"
 export PATH=$CLUSTER_BIN:$PATH
-action=${1:?usage: node.sh up|kill|down N} n=${2:?usage: node.sh up|kill|down N}
+usage="usage: node.sh up|kill|down|freeze|thaw|restart-enforcer N"
+action=${1:?$usage} n=${2:?$usage}
 node_env "$n"
 pki=$CLUSTER_STATE/pki run=$CLUSTER_STATE/run logs=$CLUSTER_STATE/logs
 sfx=$NODE_PID_SUFFIX
@@ -242,11 +249,20 @@ pod_network_up() { # the node's pod range, as the controller manager allocated i
 proxy_and_policy_up() {
   start "kube-proxy$sfx" kube-proxy --kubeconfig="$CLUSTER_STATE/kube-proxy.kubeconfig" --hostname-override="$NODE_NAME" \
     --cluster-cidr="$POD_CIDR" --proxy-mode=iptables --conntrack-max-per-core=0 --v=1
-  # kube-router in firewall-only mode enforces NetworkPolicy with iptables and ipsets.
+  enforcer_up
+  wait_for "node Ready" 120 sh -c "kubectl --kubeconfig '$KUBECONFIG_ADMIN' get node '$NODE_NAME' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+}
+
+enforcer_up() { # kube-router in firewall-only mode enforces NetworkPolicy with iptables and ipsets
   start "kube-router$sfx" kube-router --kubeconfig="$KUBECONFIG_ADMIN" --hostname-override="$NODE_NAME" \
     --run-firewall=true --run-router=false --run-service-proxy=false --service-cluster-ip-range="$SERVICE_CIDR" \
     --health-port=20244 --metrics-port=0 --v=1
-  wait_for "node Ready" 120 sh -c "kubectl --kubeconfig '$KUBECONFIG_ADMIN' get node '$NODE_NAME' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+}
+
+signal_kubelet() { # SIGNAL: to the node's kubelet alone (its process group holds only it)
+  local pidfile=$run/kubelet$sfx.pid
+  [ -f "$pidfile" ] || { echo "$NODE_NAME: no kubelet runs" >&2; exit 1; }
+  kill -"$1" "$(cat "$pidfile")"
 }
 
 kill_node() {
@@ -291,5 +307,14 @@ case $action in
       find /sys/fs/cgroup/*/"${NODE_CGROUP_ROOT#/}" -depth -type d -exec rmdir {} + 2>/dev/null || true
     fi
     ;;
-  *) echo "usage: node.sh up|kill|down N" >&2; exit 2 ;;
+  freeze) signal_kubelet STOP; log "kubelet stopped" ;;
+  thaw) signal_kubelet CONT; log "kubelet goes on" ;;
+  restart-enforcer)
+    stop "kube-router$sfx"
+    if [ "${3:-}" = clean ]; then on kube-router --cleanup-config >/dev/null 2>&1 || true; fi
+    enforcer_up
+    wait_for "kube-router healthy" 60 on curl -sf "http://127.0.0.1:20244/healthz"
+    log "kube-router restarted${3:+ ($3)}"
+    ;;
+  *) echo "$usage" >&2; exit 2 ;;
 esac

@@ -77,9 +77,14 @@ public final class LocalNodes {
                               newline < 0 ? "" : out.substring(newline + 1));
     }
 
-    /** Runs tests-e2e/cluster/node.sh ACTION for the node (up, kill): returns its output. */
-    public static String node(String action, Node node) {
-        return HostCommand.run("bash", Env.repo().resolve("tests-e2e/cluster/node.sh").toString(), action,
-                Integer.toString(node.index()));
+    /**
+     * Runs tests-e2e/cluster/node.sh ACTION for the node (up, kill, freeze, thaw, restart-enforcer), with ARGS after
+     * the node's index (blank ones left out): returns its output.
+     */
+    public static String node(String action, Node node, String... args) {
+        List<String> command = new java.util.ArrayList<>(List.of("bash",
+                Env.repo().resolve("tests-e2e/cluster/node.sh").toString(), action, Integer.toString(node.index())));
+        java.util.Arrays.stream(args).filter(a -> !a.isBlank()).forEach(command::add);
+        return HostCommand.run(command.toArray(String[]::new));
     }
 }
