@@ -28,7 +28,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * runs a sprayer ({@link LifecycleMatrix}) that keeps a thread of its interpreter and a leftover process (double
  * forked, a session of its own) sending to every destination channel after its run: a single-use snippet (run ended,
  * its pod deleted by sandboxd), a tool call (its leftover process after the call, its pod deleted), an MCP session
- * (idle between runs, then {@code DELETE /mcp}). Each twice at once, so that sandboxes of both nodes attack. Every
+ * (idle between runs, then {@code DELETE /mcp}), each twice at once so that sandboxes of both nodes attack; and a tool
+ * call of an egress profile (D11, its own policy). Code runs in no sandbox before it is handed a run, and the gate
+ * holds every sandbox until its policy is in force (GateFirstIT), so a sandbox's life is attacked from its run on. Every
  * packet any of them gets to a closed cell, at any instant until two seconds after its pod is gone, fails the test.
  * <p>
  * The defence removed, every run: one more session's pod is force-deleted by the test (grace period 0, as sandboxd
@@ -71,9 +73,12 @@ class LifecycleMatrixIT {
             for (int i = 1; i <= 2; i++) {
                 int n = i;
                 attacks.add(CompletableFuture.runAsync(() -> snippet(matrix, "snippet " + n)));
-                attacks.add(CompletableFuture.runAsync(() -> tool(matrix, "tool call " + n)));
+                attacks.add(CompletableFuture.runAsync(() -> tool(matrix, "tool call " + n, sandboxd.token())));
                 attacks.add(CompletableFuture.runAsync(() -> mcpSession(matrix, "MCP session " + n)));
             }
+            attacks.add(CompletableFuture.runAsync(() -> tool(matrix, "tool call of egress profile weather",
+                    sandboxd.minter().mint("e2e-lifecycle", "e2e-agent", Sandboxd.AGENT_IMAGE, "sandboxd",
+                                           Duration.ofMinutes(10), null, "weather"))));
             attacks.add(CompletableFuture.runAsync(() -> forceDeletedSession(matrix)));
             CompletableFuture.allOf(attacks.toArray(CompletableFuture[]::new)).join();
             long leaked = matrix.assertHolds("sandbox pods ending");
@@ -98,12 +103,12 @@ class LifecycleMatrixIT {
     }
 
     /** A tool call whose code leaves a process behind: the call ends, sandboxd deletes its pod. */
-    private static void tool(LifecycleMatrix matrix, String name) {
+    private static void tool(LifecycleMatrix matrix, String name, String token) {
         Source source = matrix.source(name, Role.SANDBOX);
         long sent = System.currentTimeMillis();
-        ApiResponse r = sandboxd.call(Map.of("image", Sandboxd.AGENT_IMAGE, "function", "run_code", "timeout_s", 90,
-                "args", Map.of("code", matrix.sprayer(List.of("thread", "leftover"), SPRAY_SECONDS, RUN_SECONDS),
-                               "timeout_s", 60)));
+        ApiResponse r = sandboxd.post("/v1/call", Map.of("image", Sandboxd.AGENT_IMAGE, "function", "run_code",
+                "timeout_s", 90, "args", Map.of("code", matrix.sprayer(List.of("thread", "leftover"), SPRAY_SECONDS,
+                                                                       RUN_SECONDS), "timeout_s", 60)), token);
         long answered = System.currentTimeMillis();
         assertEquals(200, r.status(), r.toString());
         JsonNode result = r.json().path("result");

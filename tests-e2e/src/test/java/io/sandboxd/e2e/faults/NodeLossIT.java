@@ -39,7 +39,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * only for runs that were handed a pod of the lost node before the cluster knew it was lost: the tool call's 502 "the
  * sandbox pod was lost mid-call"); the session goes on on a pod of the surviving node; once the node is NotReady no
  * run is handed a pod on it; the pool is back at its target on the
- * surviving node; sandboxd deletes the lost node's pods (so the namespace's quota is not held by ghosts); and
+ * surviving node; sandboxd deletes the lost node's pods, gracefully (terminating, they hold no quota; their objects, and so
+ * their NetworkPolicies, stay until the node is back and its kubelet confirms them stopped: issue 42); and
  * {@code created_total} rose by exactly the pods created. The node then comes back and the pool places pods on it
  * again. Prints every figure: requests sent and failed, time to NotReady, to the pool at target, to the ghosts gone.
  */
@@ -89,6 +90,7 @@ class NodeLossIT {
                 }
             }
         });
+        List<String> ghostsKept = List.of();
         try {
             // The pool at its target with pods on the node about to be lost (the pool spreads over nodes).
             Replicas.awaitPoolAtTarget(sandboxd, Duration.ofMinutes(3));
@@ -141,10 +143,13 @@ class NodeLossIT {
             double toNotReady = (notReady - killed) / 1e9;
             Duration poolBack = Replicas.awaitPoolAtTarget(sandboxd, Duration.ofMinutes(4));
             double poolAt = (System.nanoTime() - killed) / 1e9;
-            // The lost node's sandbox pods deleted by sandboxd: no ghost holds the quota.
+            // The lost node's sandbox pods deleted by sandboxd, gracefully: terminating, no ghost holds the quota,
+            // and their objects (so their NetworkPolicies) stay while the node may still run them (issue 42).
             await().atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofSeconds(1))
-                    .until(() -> podsOn(k8s, lost.name()).isEmpty());
+                    .until(() -> podsOn(k8s, lost.name()).stream()
+                            .allMatch(p -> p.getMetadata().getDeletionTimestamp() != null));
             double ghostsGone = (System.nanoTime() - killed) / 1e9;
+            ghostsKept = podsOn(k8s, lost.name()).stream().map(p -> p.getMetadata().getName()).toList();
             // Each replica records its creates in the background: the figure catches up within seconds.
             long createdAfter = pool(sandboxd, direct).path("created_total").asLong();
             for (long until = System.nanoTime() + Duration.ofSeconds(30).toNanos();
@@ -159,9 +164,10 @@ class NodeLossIT {
                     .toList();
             System.out.println(summary.describe("node " + lost.name() + " lost (kubelet, containerd, pods killed)")
                     + String.format("; pool pods on it at the kill %s; NotReady %.0f s after the kill; pool at target"
-                                    + " %.0f s after the kill; its pods deleted %.0f s after the kill; created_total"
+                                    + " %.0f s after the kill; its pods deleted %.0f s after the kill (kept, being"
+                                    + " deleted, until the node is back: %d); created_total"
                                     + " %d -> %d, pool pods created %d; on the pool of %s now: %s",
-                            onLostAtKill, toNotReady, poolAt, ghostsGone, createdBefore, createdAfter, created.size(),
+                            onLostAtKill, toNotReady, poolAt, ghostsGone, ghostsKept.size(), createdBefore, createdAfter, created.size(),
                             survivorName, poolPods(k8s).stream().map(p -> p.getSpec().getNodeName())
                                     .collect(Collectors.groupingBy(n -> n, Collectors.counting()))));
             assertEquals(List.of(), summary.unanswered(), "every request got an HTTP answer");
@@ -183,6 +189,10 @@ class NodeLossIT {
             LocalNodes.node("up", lost); // whatever happened: the node comes back for the tests after this one
             informer.close();
         }
+        // Its kubelet back, it confirms the kept pods' containers are gone and their objects go.
+        List<String> kept = ghostsKept;
+        await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofSeconds(1)).until(() -> kept.stream()
+                .noneMatch(name -> k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(name).get() != null));
 
         // The node back: the pool places pods on it again (each run's replacement goes where the spread sends it).
         long back = System.nanoTime();

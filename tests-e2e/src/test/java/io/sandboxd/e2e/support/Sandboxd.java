@@ -162,6 +162,9 @@ public final class Sandboxd {
                     "--set-string", "runtimeClassName=" + runtimeClass,
                     // Reservations of a replica killed by a fault test lapse in 30 s, not the default 2 minutes.
                     "--set", "lifecycle.reservationHoldSeconds=30",
+                    // A NotReady node's pods deleted (gracefully) 15 s after it went down, not a minute
+                    // (NodeLossIT, LifecycleFaultsIT).
+                    "--set", "lifecycle.deadNodePodDeleteSeconds=15",
                     // A fixed pool of poolTarget: tests count pool pods and wait for "warm >= target", and a pool grown
                     // by one test's burst would hold more pods (and cores) through the next ones. The default pool that
                     // follows demand is measured by make bench (DemandBurstBenchmark, ThroughputBenchmark's steady rate).
