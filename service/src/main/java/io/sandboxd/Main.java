@@ -1,6 +1,7 @@
 package io.sandboxd;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -21,6 +22,7 @@ import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.logging.JsonLogFormatter;
 import io.sandboxd.tokens.KeyDirectory;
 import io.sandboxd.tokens.TokenVerifier;
+import io.sandboxd.uninstall.EndSandboxesCommand;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
@@ -53,9 +55,13 @@ public final class Main {
     /**
      * Entry point.
      *
-     * @param args ignored
+     * @param args none to serve; {@code end-sandboxes ...} runs that operator command instead (the chart's pre-delete
+     *             hook, {@link EndSandboxesCommand})
      */
     public static void main(String[] args) {
+        if (args.length > 0 && EndSandboxesCommand.NAME.equals(args[0])) {
+            System.exit(EndSandboxesCommand.run(Arrays.copyOfRange(args, 1, args.length), System.out, System.err));
+        }
         LogConfig.configureRuntime();
         Config config = ConfigLoader.load();
         SandboxConfig sandbox = SandboxConfig.from(config.get("sandbox"));

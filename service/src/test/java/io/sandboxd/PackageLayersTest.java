@@ -32,7 +32,7 @@ class PackageLayersTest {
             Set.of("io.sandboxd.run"),
             Set.of("io.sandboxd.pool.claim", "io.sandboxd.pool.control"),
             Set.of("io.sandboxd.pool"),
-            Set.of("io.sandboxd.kube", "io.sandboxd.sandbox", "io.sandboxd.tokens"),
+            Set.of("io.sandboxd.kube", "io.sandboxd.sandbox", "io.sandboxd.tokens", "io.sandboxd.uninstall"),
             Set.of("io.sandboxd.pods"),
             Set.of("io.sandboxd.config", "io.sandboxd.failure", "io.sandboxd.json", "io.sandboxd.limits",
                    "io.sandboxd.logging"));
