@@ -43,8 +43,9 @@ class ChartStructureTest {
 
   @Test
   void helmFollowsTheSymlinkAndRendersEveryPolicyFile() {
-    // With one egress profile, every NetworkPolicy file renders one policy (blocked-ranges.yaml is their ranges).
-    HelmChart.Rendered rendered = HelmChart.render(HelmChart.values(
+    // With one egress profile, every NetworkPolicy file renders one policy (blocked-ranges.yaml is their ranges),
+    // end-sandboxes.yaml as part of the uninstall hook.
+    HelmChart.Rendered rendered = HelmChart.renderWithUninstallHook(HelmChart.values(
         "tool.egress.profiles.weather.hosts[0]", "api.weather.example", "tool.egress.profiles.weather.ports[0]", 443));
     assertEquals(PolicyFiles.yamlFiles(PolicyFiles.ADMISSION).size(),
         rendered.ofKind("ValidatingAdmissionPolicy").size());

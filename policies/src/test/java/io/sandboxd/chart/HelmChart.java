@@ -88,6 +88,19 @@ public final class HelmChart {
    * {@value #RENAMED_HOOK_ANNOTATION}, which turns them into plain manifests.
    */
   public static Rendered renderWithTestHooks(Map<String, Object> values) {
+    return renderWithHooksOf(values, "templates/tests");
+  }
+
+  /**
+   * Renders with the uninstall hook ({@code templates/end-sandboxes-hook.yaml}, uninstall.endSandboxes) included,
+   * its {@code helm.sh/hook} annotations renamed like {@link #renderWithTestHooks}'s.
+   */
+  public static Rendered renderWithUninstallHook(Map<String, Object> values) {
+    return renderWithHooksOf(values, "templates/end-sandboxes-hook.yaml");
+  }
+
+  /** Renders a scratch copy whose templates under {@code templates} have their hook annotation renamed. */
+  private static Rendered renderWithHooksOf(Map<String, Object> values, String templates) {
     Path scratch = null;
     try {
       scratch = Files.createTempDirectory("sandboxd-chart");
@@ -99,7 +112,7 @@ public final class HelmChart {
             Files.createSymbolicLink(target, file.toRealPath());
           } else if (Files.isDirectory(file)) {
             Files.createDirectories(target);
-          } else if (CHART.relativize(file).startsWith("templates/tests")) {
+          } else if (CHART.relativize(file).startsWith(templates)) {
             Files.writeString(target, Files.readString(file).replace("helm.sh/hook:", RENAMED_HOOK_ANNOTATION + ":"));
           } else {
             Files.copy(file, target);

@@ -69,7 +69,11 @@ class RbacAndNamespaceTest {
         assertFalse(resources.contains("*") || ((List<?>) rule.get("verbs")).contains("*")
             || ((List<?>) rule.get("apiGroups")).contains("*"), role + " uses a wildcard");
       }
-      assertEquals("cai-sandbox", (Object) at(role, "metadata", "namespace"), "roles live in the sandbox namespace");
+      // The uninstall hook's Role in the release namespace (the scale of sandboxd's Deployment) is a pre-delete
+      // hook, rendered here only by the helm binary (-Dsandboxd.helm=binary); EndSandboxesHookTest holds its rules.
+      if (!"end-sandboxes".equals(at(role, "metadata", "labels", "app.kubernetes.io/component"))) {
+        assertEquals("cai-sandbox", (Object) at(role, "metadata", "namespace"), "roles live in the sandbox namespace");
+      }
     }
   }
 
