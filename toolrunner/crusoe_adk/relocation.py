@@ -36,15 +36,26 @@ The rule a tool must meet (check_tool):
   worker thread, so the event loop keeps serving), and of a `def` a `def`.
 * `crusoe_adk.tools.run_python` is not relocated: it already runs its code in a sandbox.
 
-In an ADK agent (walked by duck typing; ADK is never imported here): plain functions in `tools` are
-replaced by proxies; an ADK FunctionTool (or a subclass that keeps FunctionTool's run_async) gets a
-proxy as its `func`; an AgentTool's agent and every sub-agent are walked too; an ADK tool that does
-not implement run_async (built-ins such as google_search) runs nothing in the agent and is left as
-it is. Any other tool object or toolset runs its own code in the agent, so it is refused.
+In an ADK agent (walked by duck typing): plain functions in `tools` are replaced by proxies; an ADK
+FunctionTool (or a subclass that adds no code of its own) gets a proxy as its `func`; an AgentTool's
+agent and every sub-agent are walked too; an ADK tool that does not implement run_async (built-ins such
+as google_search) runs nothing in the agent and is left as it is. Any other tool object or toolset runs
+its own code in the agent, so it is refused.
+
+What a tool is decides, never a mark its author can set (issue 43):
+* A tool counts as relocated only when it is one of the proxies make_proxy made, by identity, with the
+  code and closure it was made with (`proxy_target`); there is no attribute that says so.
+* An ADK tool is recognised by its real class hierarchy (`type(tool).__mro__`, which neither
+  `__class__`, ABC registration nor `__module__` changes) against ADK's own classes, taken from ADK's
+  modules as this process imported them; this never loads ADK (an object can only be an ADK tool when
+  ADK is loaded already). A class is ADK's own only when it is the very object its ADK module
+  holds under its name (`adk_defined`), so a class that merely claims an ADK `__module__` is the
+  author's, and its code counts as code that would run in the agent.
 """
 import asyncio
 import contextvars
 import enum
+import importlib
 import inspect
 import json
 import logging
@@ -53,8 +64,9 @@ import re
 import sys
 import types
 import typing
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NamedTuple, NoReturn, TypeVar
 
 from . import tool_call
 from .errors import ToolRefused
@@ -64,9 +76,15 @@ LOG = logging.getLogger("crusoe_adk.relocation")
 CONTEXT_PARAMETER = "tool_context"
 LIVE_STREAM_PARAMETER = "input_stream"
 ADK_CONTEXT_TYPES = ("Context", "ToolContext", "CallbackContext")
-# Set on every proxy: "<module>:<function>", what the sandbox imports.
-MARKER = "__sandboxd_tool__"
 EVERY_TOOL = "every tool"
+# ADK's classes relocation tells tools by (looked up in ADK's modules as imported, never by name alone).
+ADK_BASE_TOOL = ("google.adk.tools.base_tool", "BaseTool")
+ADK_BASE_TOOLSET = ("google.adk.tools.base_toolset", "BaseToolset")
+ADK_FUNCTION_TOOL = ("google.adk.tools.function_tool", "FunctionTool")
+ADK_AGENT_TOOL = ("google.adk.tools.agent_tool", "AgentTool")
+# What a subclass of an ADK tool may define without adding code that ADK would run in the agent: its
+# constructor runs while the agent's module is imported, which is the agent's own code anyway.
+INERT_CLASS_ENTRIES = frozenset({"__init__", "__dict__", "__weakref__"})
 
 ACCEPTED = ("str, int, float, bool, None, list, dict, list[T], dict[str, T], Optional/Union, "
             "Literal, TypedDict, Any, or no annotation")
@@ -133,6 +151,10 @@ def relocate_tools(tools: Iterable[Any]) -> list[Any]:
     relocated: list[Any] = []
     problems: Problems = []
     for tool in tools:
+        problem = adk_tool_problem(tool) if is_adk_tool(tool) else None
+        if problem:
+            problems.append((tool_name(tool), problem))
+            continue
         if not needs_relocation(tool):
             relocated.append(tool)
             continue
@@ -160,16 +182,16 @@ def relocate_agent(agent: Any, dry_run: bool = False) -> Any:
     changes: list[tuple[Any, int, Any, Any]] = []
     problems: Problems = []
     for owner, index, tool in walk_agent_tools(agent):
+        reason = adk_tool_problem(tool) if is_adk_tool(tool) else None  # even around an existing proxy
+        if reason:
+            problems.append((tool_name(tool), reason))
+            continue
         if not needs_relocation(tool):
             continue
         function = tool
         if is_adk_tool(tool):
-            reason = adk_tool_problem(tool)
-            if reason:
-                problems.append((tool_name(tool), reason))
-                continue
             if not is_adk_function_tool(tool):
-                continue  # a model-side built-in: nothing of it runs in the agent
+                continue  # a model-side built-in or an AgentTool: nothing of its own runs in the agent
             function = tool.func
         reasons = check_tool(function)
         if reasons:
@@ -200,7 +222,7 @@ def walk_agent_tools(agent: Any, seen: set[int] | None = None) -> Iterator[tuple
         return
     for index, tool in enumerate(list(getattr(agent, "tools", None) or [])):
         yield agent, index, tool
-        if is_adk_tool(tool) and hasattr(tool, "agent"):  # AgentTool: its agent's tools run here too
+        if inherits(tool, ADK_AGENT_TOOL) is not None:  # AgentTool: its agent's tools run here too
             yield from walk_agent_tools(tool.agent, seen)
     for sub_agent in getattr(agent, "sub_agents", None) or []:
         yield from walk_agent_tools(sub_agent, seen)
@@ -212,44 +234,96 @@ def iter_tools(target: Any) -> list[Any]:
     return [tool for _owner, _index, tool in walk_agent_tools(target)]
 
 
-def adk_classes(tool: object) -> list[type]:
-    return [cls for cls in type(tool).__mro__ if cls.__module__.startswith("google.adk.")]
+def adk_type(where: tuple[str, str]) -> type | None:
+    """ADK's own class (module, name), from ADK's module as this process imported it; None when ADK is not
+    loaded (then no object can be an instance of it). Never imports a module a tool's class names."""
+    if "google.adk" not in sys.modules:
+        return None
+    module_name, name = where
+    try:
+        found = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError):
+        return None
+    return found if isinstance(found, type) else None
 
 
-def adk_class(tool: object, name: str) -> type | None:
-    return next((cls for cls in adk_classes(tool) if cls.__name__ == name), None)
+def inherits(tool: object, where: tuple[str, str]) -> type | None:
+    """ADK's class `where` when `tool`'s class really derives from it (its MRO, which neither a
+    `__class__` property, ABC registration nor `__module__` can fake), else None."""
+    cls = adk_type(where)
+    return cls if cls is not None and cls in type(tool).__mro__ else None
+
+
+def adk_defined(cls: type) -> bool:
+    """True when `cls` is one of ADK's own classes: the very object that ADK's module, as imported, holds
+    under the class's name. A class that only claims an ADK `__module__` (or name) is not."""
+    module_name = cls.__dict__.get("__module__")
+    if not isinstance(module_name, str) or not module_name.startswith("google.adk."):
+        return False
+    found: Any = sys.modules.get(module_name)  # never imported from a name the class chose
+    for part in getattr(cls, "__qualname__", "").split("."):
+        found = getattr(found, part, None)
+    return found is cls
 
 
 def is_adk_tool(tool: object) -> bool:
-    return adk_class(tool, "BaseTool") is not None or adk_class(tool, "BaseToolset") is not None
+    return inherits(tool, ADK_BASE_TOOL) is not None or inherits(tool, ADK_BASE_TOOLSET) is not None
 
 
 def is_adk_function_tool(tool: object) -> bool:
-    return adk_class(tool, "FunctionTool") is not None
+    return inherits(tool, ADK_FUNCTION_TOOL) is not None
+
+
+class AddedCode(NamedTuple):
+    """What a tool object adds to ADK's own code, which ADK would run in the agent."""
+    adk_base: type | None  # the first of ADK's own classes in the tool's MRO
+    methods: list[str]  # methods, properties and other descriptors of the classes before it
+    replaced: list[str]  # methods the object itself replaces with an attribute of its own
+
+    def __bool__(self) -> bool:
+        return bool(self.methods or self.replaced)
+
+
+def added_code(tool: object) -> AddedCode:
+    methods: list[str] = []
+    adk_base = None
+    for cls in type(tool).__mro__:
+        if adk_defined(cls):
+            adk_base = cls
+            break
+        methods.extend(name for name, value in vars(cls).items()
+                       if name not in INERT_CLASS_ENTRIES and (callable(value) or hasattr(value, "__get__")))
+    replaced = [name for name in getattr(tool, "__dict__", {}) if callable(getattr(type(tool), name, None))]
+    return AddedCode(adk_base, list(dict.fromkeys(methods)), replaced)
 
 
 def adk_tool_problem(tool: object) -> str | None:
-    """Why an ADK tool object cannot be left to run in the agent, or None."""
+    """Why an ADK tool object cannot be left to run in the agent, or None. Only ADK's own code may run in
+    the agent: a subclass (or the object itself) that adds code is refused, whatever it claims to be."""
     kind = type(tool).__name__
-    if adk_class(tool, "BaseToolset") is not None:
+    a_kind = f"{'an' if kind[:1] in 'AEIOU' else 'a'} {kind}"
+    if inherits(tool, ADK_BASE_TOOLSET) is not None:
         return (f"a toolset ({kind}) runs its tools in the agent or in a server the agent reaches; only "
                 f"functions can be relocated into a sandbox")
-    function_tool = adk_class(tool, "FunctionTool")
+    added = added_code(tool)
+    function_tool = inherits(tool, ADK_FUNCTION_TOOL)
     if function_tool is not None:
-        for cls in type(tool).__mro__:
-            if cls is function_tool:
-                return None
-            if "run_async" in vars(cls) and not cls.__module__.startswith("google.adk."):
-                return (f"{kind} overrides FunctionTool.run_async: that code would run in the agent, "
-                        f"unisolated; keep the tool's work in its function")
-        return None
-    base_tool = adk_class(tool, "BaseTool")
-    runs = next(cls for cls in type(tool).__mro__ if "run_async" in vars(cls))
-    if runs is base_tool:
-        return None  # e.g. google_search: the model runs it, nothing runs in the agent
-    if kind == "AgentTool" or adk_class(tool, "AgentTool") is not None:
+        if not added:
+            return None
+        parts = [f"overrides FunctionTool.{name}" if hasattr(function_tool, name) else f"adds {name}"
+                 for name in added.methods] + [f"replaces {name} on the object" for name in added.replaced]
+        return (f"{kind} {', '.join(parts)}: that code would run in the agent, unisolated; keep the tool's "
+                f"work in its function")
+    if added:
+        names = added.methods + [f"{name} (set on the object)" for name in added.replaced]
+        return (f"{a_kind} is not a function tool: its {', '.join(names)} would run in the agent, unisolated; "
+                f"only functions (and ADK FunctionTools of them) can be relocated into a sandbox")
+    if inherits(tool, ADK_AGENT_TOOL) is not None:
         return None  # runs its agent, whose tools are relocated (walked above)
-    return (f"a {kind} is not a function tool: its run_async would run in the agent, unisolated; only "
+    runs = next((cls for cls in type(tool).__mro__ if "run_async" in vars(cls)), None)
+    if added.adk_base is not None and runs is adk_type(ADK_BASE_TOOL):
+        return None  # e.g. google_search: the model runs it, nothing runs in the agent
+    return (f"{a_kind} is not a function tool: its run_async would run in the agent, unisolated; only "
             f"functions (and ADK FunctionTools of them) can be relocated into a sandbox")
 
 
@@ -263,7 +337,43 @@ def already_sandboxed(function: object) -> bool:
 
 def needs_relocation(tool: object) -> bool:
     function = getattr(tool, "func", None) if is_adk_function_tool(tool) else tool
-    return not (already_sandboxed(function) or hasattr(function, MARKER))
+    return not (already_sandboxed(function) or proxy_target(function) is not None)
+
+
+class _Made(NamedTuple):
+    proxy: "weakref.ref[types.FunctionType]"
+    code: types.CodeType
+    closure: tuple[Any, ...]  # what the proxy's cells held when it was made
+    target: str  # "<module>:<function>", what the sandbox imports
+
+
+# Every proxy make_proxy made, by id() (removed when the proxy dies, before its id can be reused).
+_MADE: dict[int, _Made] = {}
+
+
+def proxy_target(tool: object) -> str | None:
+    """What the proxy calls in the sandbox ("<module>:<function>") when `tool` is a proxy make_proxy made,
+    still with the code and closure it was made with (so its calls still go to sandboxd); None for
+    anything else, whatever its attributes say. This, not a mark, makes a tool count as relocated."""
+    made = _MADE.get(id(tool))
+    if made is None or made.proxy() is not tool or not isinstance(tool, types.FunctionType) \
+            or tool.__code__ is not made.code:
+        return None
+    cells = tool.__closure__ or ()
+    try:
+        if len(cells) != len(made.closure) or any(cell.cell_contents is not value
+                                                  for cell, value in zip(cells, made.closure, strict=True)):
+            return None
+    except ValueError:  # an emptied cell
+        return None
+    return made.target
+
+
+def _record(proxy: types.FunctionType, target: str) -> None:
+    key = id(proxy)
+    _MADE[key] = _Made(weakref.ref(proxy), proxy.__code__,
+                       tuple(cell.cell_contents for cell in proxy.__closure__ or ()), target)
+    weakref.finalize(proxy, _MADE.pop, key, None)
 
 
 def tool_name(tool: object) -> str:
@@ -373,8 +483,7 @@ def is_context_parameter(function: Callable[..., Any], parameter: inspect.Parame
 def is_adk_context_type(annotation: object) -> bool:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         return any(is_adk_context_type(arm) for arm in typing.get_args(annotation))
-    return isinstance(annotation, type) and annotation.__module__.startswith("google.adk.") \
-        and annotation.__name__ in ADK_CONTEXT_TYPES
+    return isinstance(annotation, type) and annotation.__name__ in ADK_CONTEXT_TYPES and adk_defined(annotation)
 
 
 def resolve_annotation(function: Callable[..., Any], name: str, annotation: Any) -> tuple[Any, str | None]:
@@ -495,7 +604,7 @@ def make_proxy(function: Callable[..., Any]) -> types.FunctionType:
     proxy.__doc__ = function.__doc__
     proxy.__annotations__ = dict(function.__annotations__)
     proxy.__signature__ = signature  # type: ignore[attr-defined]  # what inspect.signature reads first
-    setattr(proxy, MARKER, f"{module_name}:{name}")
+    _record(proxy, f"{module_name}:{name}")
     return proxy
 
 

@@ -71,12 +71,17 @@ def load_agent(spec: str, switch: Mapping[str, str] | None = None) -> Any:
     return relocation.prepare(load(spec), switch)
 
 
+ADK_AGENT_TYPES = (("google.adk.agents.base_agent", "BaseAgent"), ("google.adk.apps.app", "App"))
+
+
 def is_adk_agent(target: object) -> bool:
-    return not isinstance(target, (list, tuple)) and any(
-        cls.__module__.startswith("google.adk.") for cls in type(target).__mro__)
+    """An ADK agent or App: its class really derives from ADK's (not one that claims an ADK `__module__`)."""
+    return any(relocation.inherits(target, where) is not None for where in ADK_AGENT_TYPES)
 
 
 def describe(tools: Iterable[Any]) -> list[dict[str, Any]]:
+    """Each tool as it will run: `relocated` only for a proxy relocation made (relocation.proxy_target),
+    never because of an attribute the tool carries."""
     rows = []
     for tool in tools:
         function = getattr(tool, "func", tool) if relocation.is_adk_function_tool(tool) else tool
@@ -84,10 +89,9 @@ def describe(tools: Iterable[Any]) -> list[dict[str, Any]]:
             signature = str(inspect.signature(function))
         except (TypeError, ValueError):
             signature = "(?)"
-        rows.append({"name": relocation.tool_name(tool), "signature": signature,
-                     "relocated": hasattr(function, relocation.MARKER),
-                     "runs_in_sandbox": hasattr(function, relocation.MARKER)
-                     or relocation.already_sandboxed(function)})
+        relocated = relocation.proxy_target(function) is not None
+        rows.append({"name": relocation.tool_name(tool), "signature": signature, "relocated": relocated,
+                     "runs_in_sandbox": relocated or relocation.already_sandboxed(function)})
     return rows
 
 

@@ -14,9 +14,11 @@ import urllib.request
 
 import pytest
 
+import disguised_tools as disguised
 import relocation_samples as samples
 from conftest import TOOLRUNNER_DIR
 from crusoe_adk import errors, relocation, tool_call
+from crusoe_adk import serve as entry_point
 from crusoe_adk.tools import run_python
 from crusoe_core.adapter import MalformedTokenError, agent_image, token_claims
 from fake_sandboxd import IMAGE, FakeSandboxd, free_port, make_token
@@ -160,7 +162,7 @@ def test_the_proxy_keeps_name_signature_annotations_docstring_and_async(tool):
         assert typing.get_type_hints(proxy, include_extras=True) == hints
     assert inspect.iscoroutinefunction(proxy) == inspect.iscoroutinefunction(tool)
     assert not hasattr(proxy, "__wrapped__"), "nothing unwrapping the proxy may find the in-process tool"
-    assert getattr(proxy, relocation.MARKER) == f"{tool.__module__}:{tool.__name__}"
+    assert relocation.proxy_target(proxy) == f"{tool.__module__}:{tool.__name__}"
     assert relocation.relocate(proxy) is proxy, "relocating twice changes nothing"
 
 
@@ -339,8 +341,8 @@ def test_an_agent_tree_is_relocated_in_place(sandboxd):
     root = DuckAgent([run_python, agent.add], [helper])
     assert relocation.prepare(root) is root
     assert root.tools[0] is run_python
-    assert getattr(root.tools[1], relocation.MARKER) == "agent:add"
-    assert getattr(helper.tools[0], relocation.MARKER) == "agent:get_weather"
+    assert relocation.proxy_target(root.tools[1]) == "agent:add"
+    assert relocation.proxy_target(helper.tools[0]) == "agent:get_weather"
     assert helper.tools[0]("Oslo") == {"city": "Oslo", "temp_c": 4}
 
 
@@ -350,6 +352,94 @@ def test_an_agent_is_relocated_whole_or_not_at_all(sandboxd):
     with pytest.raises(errors.ToolRefused, match="closure"):
         relocation.prepare(root)
     assert root.tools == [agent.add], "nothing was half-relocated"
+
+
+# ---- marks do not decide (issue 43, finding 5): what a tool is does ----
+
+TESTS_DIR = TOOLRUNNER_DIR / "tests"
+
+
+@pytest.fixture
+def disguised_sandboxd(sandboxd, monkeypatch):
+    """A fake sandboxd whose pods can import disguised_tools, so a relocated call really runs there."""
+    fake = FakeSandboxd(pod_env={"PYTHONPATH": f"{TOOLRUNNER_DIR}:{TESTS_DIR}"})
+    monkeypatch.setenv("SANDBOX_URL", fake.url)
+    yield fake
+    fake.close()
+
+
+def test_a_function_its_author_marked_as_relocated_is_relocated_all_the_same(disguised_sandboxd):
+    assert disguised.marked()["secret"] == AGENT_SECRET, "control: in-process it reads the credential"
+    [tool] = relocation.prepare([disguised.marked])
+    assert tool is not disguised.marked and relocation.proxy_target(tool) == "disguised_tools:marked"
+    assert tool()["secret"] is None, "it ran in the sandbox, without the agent's credential"
+    assert [body["function"] for _headers, body in disguised_sandboxd.calls] == ["marked"]
+    root = DuckAgent([disguised.marked])
+    relocation.prepare(root)
+    assert relocation.proxy_target(root.tools[0]) == "disguised_tools:marked"
+
+
+def test_a_marked_function_that_cannot_be_relocated_stops_start_up(sandboxd):
+    with pytest.raises(errors.ToolRefused, match="closure: a nested function or closure"):
+        relocation.prepare([agent.add, disguised.marked_closure])
+    with pytest.raises(errors.ToolRefused, match="closure: a nested function or closure"):
+        relocation.prepare(DuckAgent([agent.add, disguised.marked_closure]))
+
+
+@pytest.mark.parametrize("tool, reason", [
+    (disguised.disguised_object, "BaseTool: a callable object (BaseTool)"),
+    (disguised.disguised_function_tool, "FunctionTool: not callable (FunctionTool)"),
+])
+def test_a_class_claiming_an_adk_module_is_not_an_adk_tool(sandboxd, tool, reason):
+    """A class that says its __module__ is google.adk.… is the author's: here (no ADK loaded) it is no
+    ADK tool at all, so it is a callable object (or not callable), which cannot be relocated."""
+    assert type(tool).__module__.startswith("google.adk.")
+    root = DuckAgent([agent.add, tool])
+    with pytest.raises(errors.ToolRefused) as refused:
+        relocation.prepare(root)
+    assert reason in str(refused.value)
+    assert root.tools == [agent.add, tool], "nothing was half-relocated"
+    assert not relocation.is_adk_tool(tool) and not relocation.is_adk_function_tool(tool)
+    with pytest.raises(errors.ToolRefused) as refused:
+        relocation.prepare([agent.add, tool])
+    assert reason in str(refused.value)
+
+
+def test_with_tool_sandbox_false_the_warning_names_a_marked_tool(sandboxd, monkeypatch, caplog):
+    monkeypatch.setenv("TOOL_SANDBOX", "false")
+    caplog.set_level(logging.WARNING, logger="crusoe_adk")
+    relocation.prepare([agent.add, disguised.marked, disguised.disguised_object])
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "the agent's 3 tool(s) (add, marked, BaseTool) run in-process" in warning
+
+
+def test_describe_says_relocated_only_of_a_proxy_relocation_made(sandboxd):
+    def rows(tools):
+        return {row["name"]: (row["relocated"], row["runs_in_sandbox"]) for row in entry_point.describe(tools)}
+    assert rows([disguised.marked, disguised.disguised_object, run_python]) == {
+        "marked": (False, False), "BaseTool": (False, False), "run_python": (False, True)}
+    assert rows(relocation.prepare([disguised.marked, run_python])) == {
+        "marked": (True, True), "run_python": (False, True)}
+
+
+def test_a_proxy_whose_code_was_swapped_is_no_longer_relocated(sandboxd):
+    """Identity is not enough either: a proxy made to run other code in the agent is not a proxy."""
+    proxy = relocation.relocate(agent.add)
+
+    def make():
+        send = None
+
+        def in_process(*args, **kwargs):
+            return send or os.environ.get("AGENT_SECRET")
+        return in_process
+    proxy.__code__ = make().__code__
+    assert relocation.proxy_target(proxy) is None and relocation.needs_relocation(proxy)
+    with pytest.raises(errors.ToolRefused, match="agent.add is not this function"):
+        relocation.prepare([proxy])
+    swapped = relocation.relocate(agent.get_weather)
+    assert swapped.__closure__ is not None
+    swapped.__closure__[0].cell_contents = lambda args, kwargs: os.environ.get("AGENT_SECRET")
+    assert relocation.proxy_target(swapped) is None
 
 
 # ---- the entry point: python -m crusoe_adk.serve ----
@@ -418,6 +508,23 @@ def test_the_entry_point_check_mode_lists_the_tools(sandboxd):
     assert tools["run_python"]["relocated"] is False and tools["run_python"]["runs_in_sandbox"] is True
     assert tools["get_weather"] == {"name": "get_weather", "signature": "(city: str) -> dict",
                                     "relocated": True, "runs_in_sandbox": True}
+
+
+def test_the_entry_point_relocates_a_marked_tool_and_says_so_truly(disguised_sandboxd):
+    env = {"PYTHONPATH": f"{TOOLRUNNER_DIR}:{TESTS_DIR}"}
+    check = serve(["disguised_tools:TOOLS", "--check"], env)
+    out, err = check.communicate(timeout=30)
+    assert check.returncode == 0, err
+    assert json.loads(out)["tools"] == [{"name": "marked", "signature": "(secret_variable: str = 'AGENT_SECRET') "
+                                         "-> dict", "relocated": True, "runs_in_sandbox": True}]
+    port = free_port()
+    process = serve(["disguised_tools:TOOLS", "--port", str(port)], env)
+    try:
+        reply = post_tool(port, "marked", {})
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    assert reply["sandbox_id"] == "tool-fake1" and reply["result"]["secret"] is None
 
 
 def test_the_agent_s_own_code_cannot_turn_relocation_off(sandboxd, tmp_path):
