@@ -20,6 +20,10 @@ This module needs google-adk (`pip install 'crusoe-adk[adk]'`); the rest of the 
 Environment, as for run_python (crusoe_adk.tools): SANDBOX_URL, the project token (SANDBOX_TOKEN or
 SANDBOX_TOKEN_FILE), CODE_INTERPRETER_TIMEOUT_S (when neither `timeout_s` nor `timeout_seconds` is given)
 and SANDBOX_MAX_TIMEOUT_S.
+
+The files a run writes come back as ADK output files, which ADK saves as artifacts of the ADK session, under
+the names `artifact_name` gives their paths (issue 43): a snippet chooses its file names, and ADK would keep
+one named `user:...` in the user's scope, shared by all that user's sessions.
 """
 from __future__ import annotations
 
@@ -46,6 +50,11 @@ if TYPE_CHECKING:
     from google.adk.agents.invocation_context import InvocationContext
 
 LOG = logging.getLogger("crusoe_adk.code_executor")
+
+# ADK's artifact services (google.adk.artifacts: in-memory, file and GCS, ADK 2.13) keep an artifact whose name
+# starts with "user:" in the user's scope, shared by all of that user's sessions, and the file service reads "\"
+# as a path separator. The characters escaped in artifact names (artifact_name), each as "%" and its hex code.
+ARTIFACT_NAME_ESCAPES = {"%": "%25", ":": "%3A", "\\": "%5C"}
 
 # Sessions whose last files are remembered (so unchanged files are not handed to ADK again); the oldest
 # are forgotten first.
@@ -158,9 +167,18 @@ class SandboxdCodeExecutor(BaseCodeExecutor):
                 self._seen[session_id] = digests
                 while len(self._seen) > MAX_REMEMBERED_SESSIONS:
                     self._seen.popitem(last=False)
-        return [File(name=path, content=content,
+        return [File(name=artifact_name(path), content=content,
                      mime_type=mimetypes.guess_type(path)[0] or "application/octet-stream")
                 for path, content in files if unchanged.get(path) != digests[path]]
+
+
+def artifact_name(path: str) -> str:
+    """The ADK artifact name of a file a run returned (its path in the working directory): the path with "%",
+    ":" and "\\" escaped as "%25", "%3A" and "%5C", everything else (including "/") as it is. So no name has a
+    ":" at all, and none starts with "user:" (nor any other "scope:" prefix): every file of a run stays an
+    artifact of the ADK session that ran it. Deterministic and one-to-one (two paths never share an artifact),
+    and undone by percent-decoding; a path without those three characters keeps its name."""
+    return "".join(ARTIFACT_NAME_ESCAPES.get(character, character) for character in path)
 
 
 def _content_bytes(file: File) -> bytes:
