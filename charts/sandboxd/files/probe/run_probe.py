@@ -235,7 +235,9 @@ def run(config):
     finally:
         for label, name in created:
             try:
-                api.call("DELETE", "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=0" % (namespace, name))
+                # The pod's own grace (1 s), never 0: a forced delete would remove the pod's object, and its
+                # NetworkPolicy, while its probe may still run.
+                api.call("DELETE", "/api/v1/namespaces/%s/pods/%s" % (namespace, name))
             except urllib.error.HTTPError as e:
                 if e.code != 404:
                     say("could not delete %s probe pod %s: %s" % (label, name, http_error_text(e)))

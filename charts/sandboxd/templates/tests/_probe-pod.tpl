@@ -101,8 +101,9 @@ spec:
   automountServiceAccountToken: false
   enableServiceLinks: false
   restartPolicy: Never
-  # As sandboxd's pods (PodHardening): a sandbox is killed at once, never given time to act on a stop.
-  terminationGracePeriodSeconds: 0
+  # As sandboxd's pods (PodHardening.TERMINATION_GRACE_SECONDS; sandboxd-isolation-gate admits no other value): 1, not
+  # 0, so a delete leaves the pod's object, and its NetworkPolicy, until the kubelet has stopped its containers.
+  terminationGracePeriodSeconds: 1
   activeDeadlineSeconds: {{ $.Values.probe.timeoutSeconds | int64 }}
   {{- with $.Values.runtimeClassName }}
   runtimeClassName: {{ . }}

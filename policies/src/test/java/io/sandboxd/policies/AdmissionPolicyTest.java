@@ -525,6 +525,40 @@ class AdmissionPolicyTest {
     assertTrue(creation.get(0).message().startsWith("the sandboxd-admission-params ConfigMap"), creation.toString());
   }
 
+  /**
+   * Issue 42: a sandbox pod's termination grace is exactly 1 s on creation, by whichever account (the probe's too):
+   * with 0 a delete naming no grace removes the object, and its NetworkPolicy, before the containers stop; a longer
+   * one lets code that ignores SIGTERM hold its pod. Unset, the API server would default it to 30: refused too. An
+   * update of a pod created before the rule (grace 0) is not blocked.
+   */
+  @Test
+  void aSandboxPodIsCreatedWithATerminationGraceOfExactlyOneSecond() {
+    for (String fixture : List.of("minimal.yaml", "pool-pod-own-address.yaml", "probe-pod.yaml")) {
+      Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve(fixture));
+      String user = fixture.equals("probe-pod.yaml") ? PolicyFiles.PROBE_USER : SANDBOXD_USER;
+      assertEquals(1L, ((Number) at(pod, "spec", "terminationGracePeriodSeconds")).longValue(), fixture);
+      for (Object grace : Arrays.asList(0, 2, 30, 300, null)) {
+        Map<String, Object> other = Yaml.copy(pod);
+        if (grace == null) {
+          ((Map<String, Object>) at(other, "spec")).remove("terminationGracePeriodSeconds");
+        } else {
+          ((Map<String, Object>) at(other, "spec")).put("terminationGracePeriodSeconds", grace);
+        }
+        List<PolicyEvaluator.Denial> denials = denials(AdmissionRequest.create(other, user), defaultParams());
+        assertEquals(List.of("sandboxd-isolation-gate"), denials.stream().map(PolicyEvaluator.Denial::policy).toList(),
+            fixture + " with " + grace + ": " + denials);
+        assertTrue(denials.get(0).message().startsWith("sandbox pods must set spec.terminationGracePeriodSeconds to 1"),
+            denials.toString());
+      }
+    }
+    Map<String, Object> before = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));
+    ((Map<String, Object>) at(before, "spec")).put("terminationGracePeriodSeconds", 0);
+    Map<String, Object> relabelled = Yaml.copy(before);
+    labels(relabelled).put("team.example/owner", "ops");
+    assertEquals(List.of(), denials(AdmissionRequest.update(before, relabelled, SANDBOXD_USER), defaultParams()),
+        "a pod created with grace 0 before the rule keeps its label updates");
+  }
+
   @Test
   void onlySandboxdMarksPodsAsItsOwn() {
     Map<String, Object> pod = Yaml.readFile(GOOD_FIXTURES.resolve("minimal.yaml"));

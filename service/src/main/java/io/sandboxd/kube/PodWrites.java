@@ -4,6 +4,7 @@ import java.util.Map;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import io.sandboxd.pods.PodHardening;
 import io.sandboxd.pods.PodSeal;
 import io.sandboxd.pods.SandboxLabels;
 
@@ -111,20 +112,42 @@ public final class PodWrites {
     }
 
     /**
-     * Deletes a pod at once (grace period 0). A pod that is already gone counts as deleted.
+     * Deletes a pod gracefully, with the sandbox pods' {@linkplain PodHardening#TERMINATION_GRACE_SECONDS termination
+     * grace}: the API server marks a pod bound to a node deleted, and its kubelet removes the object only once the
+     * containers have stopped, so the pod's NetworkPolicy holds until then (a pod bound to no node, or already terminal,
+     * is removed at once: nothing of it runs). The one delete sandboxd sends, but for {@link #forceDelete}. A pod that is
+     * already gone counts as deleted.
+     *
+     * @param name pod name
+     * @return whether the pod is deleted (being deleted) or gone
+     */
+    public boolean delete(String name) {
+        return delete(name, PodHardening.TERMINATION_GRACE_SECONDS, "delete");
+    }
+
+    /**
+     * Force-deletes a pod (grace period 0): the API server removes the object at once, and with it the pod's
+     * NetworkPolicy rules, whether its containers still run or not. Only for a pod whose node is known gone (the Node
+     * object deleted, or tainted {@code node.kubernetes.io/out-of-service}), where no kubelet will ever confirm its end
+     * and none of its processes runs any more; never for a pod whose node may still run it. A pod that is already gone
+     * counts as deleted.
      *
      * @param name pod name
      * @return whether the pod is deleted or gone
      */
-    public boolean delete(String name) {
+    public boolean forceDelete(String name) {
+        return delete(name, 0, "force delete");
+    }
+
+    private boolean delete(String name, long gracePeriodSeconds, String what) {
         try {
-            client.pods().inNamespace(namespace).withName(name).withGracePeriod(0).delete();
+            client.pods().inNamespace(namespace).withName(name).withGracePeriod(gracePeriodSeconds).delete();
             return true;
         } catch (KubernetesClientException e) {
             if (e.getCode() == 404) {
                 return true;
             }
-            LOGGER.log(Level.WARNING, "delete of pod " + name + " failed: " + describe(e));
+            LOGGER.log(Level.WARNING, what + " of pod " + name + " failed: " + describe(e));
             return false;
         }
     }

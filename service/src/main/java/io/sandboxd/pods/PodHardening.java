@@ -37,7 +37,22 @@ import io.fabric8.kubernetes.api.model.VolumeBuilder;
  * ({@link SandboxUids}), seccomp, no capabilities, no privilege escalation, read-only root. The admission policies
  * reject any sandbox pod that lacks one of these.
  */
-final class PodHardening {
+public final class PodHardening {
+
+    /**
+     * The termination grace of every sandbox pod, in seconds: its spec's {@code terminationGracePeriodSeconds}, and
+     * the grace of every delete sandboxd sends ({@link io.sandboxd.kube.PodWrites#delete}). Not 0: a delete with grace
+     * 0 (a force delete) has the API server remove the Pod object at once, and the NetworkPolicy enforcer (kube-router,
+     * Calico) drops a pod's firewall rules as soon as its object is gone, while the kubelet stops the containers only
+     * later: in between the sandbox ran with no policy at all (issue 42). With a grace above 0 the API server only
+     * marks the pod deleted; its kubelet stops the containers and the pod sandbox, reports the pod terminal and only
+     * then removes the object, so the pod's policy outlives every process of the sandbox. Short, because sandbox code
+     * that ignores SIGTERM (a tool's code runs inside the tool runner, PID 1) lives until the kubelet's SIGKILL: this
+     * grace, which the kubelet raises to its minimum of 2 s, with its policy holding throughout, and its pod counts
+     * in the namespace's quota until then. The admission policy {@code sandboxd-isolation-gate} admits no sandbox pod
+     * with another value.
+     */
+    public static final long TERMINATION_GRACE_SECONDS = 1;
 
     /** Port of the in-pod HTTP server (executor or tool runner). */
     static final int POD_PORT = 8080;
@@ -47,8 +62,8 @@ final class PodHardening {
 
     /**
      * Applies the pod-level rules every sandbox pod shares: one use, no service-account token, no service
-     * links, no host namespaces, no grace period, the pod security context, the optional runtime class and the
-     * placement ({@link #place}).
+     * links, no host namespaces, the short {@linkplain #TERMINATION_GRACE_SECONDS termination grace}, the pod security
+     * context, the optional runtime class and the placement ({@link #place}).
      *
      * @param uid the pod's own uid, also its gid and fsGroup (emptyDirs belong to that group)
      * @return the pod, hardened
@@ -61,7 +76,7 @@ final class PodHardening {
         spec.setHostNetwork(false);
         spec.setHostPID(false);
         spec.setHostIPC(false);
-        spec.setTerminationGracePeriodSeconds(0L);
+        spec.setTerminationGracePeriodSeconds(TERMINATION_GRACE_SECONDS);
         spec.setRuntimeClassName(security.runtimeClassName().isBlank() ? null : security.runtimeClassName());
         spec.setSecurityContext(podSecurityContext(security, uid));
         place(spec, security.placement(), pod.getMetadata().getLabels().get(SandboxLabels.KIND));

@@ -295,7 +295,10 @@ class PodSpecTest {
         assertEquals("Never", spec.getRestartPolicy());
         assertEquals(Boolean.FALSE, spec.getAutomountServiceAccountToken());
         assertEquals(Boolean.FALSE, spec.getEnableServiceLinks());
-        assertEquals(0L, spec.getTerminationGracePeriodSeconds());
+        // Issue 42: 1 s, not 0; with 0 a delete that names no grace would remove the object (and the pod's policy)
+        // before the kubelet stopped the containers.
+        assertEquals(1L, spec.getTerminationGracePeriodSeconds());
+        assertEquals(PodHardening.TERMINATION_GRACE_SECONDS, spec.getTerminationGracePeriodSeconds());
         assertEquals(Boolean.FALSE, spec.getHostNetwork());
         // A uid of its own from the range, never sandboxd's 65532; the same as gid and fsGroup (emptyDirs' group).
         long uid = spec.getSecurityContext().getRunAsUser();

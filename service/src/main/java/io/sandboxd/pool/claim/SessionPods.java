@@ -219,10 +219,11 @@ public final class SessionPods {
         for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
             Optional<Pod> current = cache.pod(name);
             if (current.isPresent() && !usable(current.get(), hash)) {
-                // Expiring, finished or being deleted: wait until it is gone, then create a fresh one.
-                // One stuck terminating on a down node (evicted by the node's taint, with no kubelet left to end it)
-                // is deleted again: at grace period 0 the API server removes it at once.
-                if (!PodStates.isDeleting(current.get()) || cache.downNodeOf(current.get()).isPresent()) {
+                // Expiring, finished, on a down node or being deleted: deleted (once, gracefully), then awaited until
+                // gone, and created afresh under the same name. One on a down node stays Terminating, its policy with
+                // it, until its node is back (its kubelet ends it) or known gone (the leader force-deletes it): the
+                // session gets no pod meanwhile, never a second one beside it.
+                if (!PodStates.isDeleting(current.get())) {
                     writes.delete(name);
                 }
                 if (cache.await(() -> cache.pod(name).isEmpty() ? Optional.of(true) : Optional.empty(),
@@ -255,7 +256,8 @@ public final class SessionPods {
 
     /**
      * Whether a session's pod may take its next run. One on a down node may not (its interpreter is as good as lost): it
-     * is replaced, as one that finished is, and the session starts afresh. A run under way on it when the node went down
+     * is replaced, as one that finished is, and the session starts afresh, once the old pod's object is gone (its node
+     * back, or known gone; until then the session's runs find no pod). A run under way on it when the node went down
      * is answered with the lost pod's error ({@link io.sandboxd.kube.PodLoss}).
      */
     private boolean usable(Pod pod, String hash) {

@@ -125,8 +125,9 @@ public final class WarmPool implements AutoCloseable {
     }
 
     /**
-     * Destroys a pod after its run (grace period 0), in the background; the reconciler refills. If this replica
-     * dies first, the claim is orphaned and the leader's reconciler deletes the pod.
+     * Destroys a pod after its run (a graceful delete, {@link PodWrites#delete}: its policy holds until its kubelet has
+     * stopped it), in the background; the reconciler refills. If this replica dies first, the claim is orphaned and the
+     * leader's reconciler deletes the pod.
      *
      * @param podName pod name
      */

@@ -18,6 +18,7 @@ import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
 import io.sandboxd.kube.NodeCache;
 import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.TestDeletes;
 import io.sandboxd.kube.TestNodes;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.limits.LimitExceeded;
@@ -32,6 +33,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -57,6 +59,7 @@ class SessionPodsTest {
     static final SessionPods.Bounds BOUNDS = new SessionPods.Bounds(8, Duration.ofSeconds(300), Duration.ofHours(1), DEADLINE);
 
     KubernetesClient client;
+    KubernetesMockServer server;
     private PodCache cache;
     private SessionPods sessions;
     private PoolCounters counters;
@@ -185,10 +188,14 @@ class SessionPodsTest {
 
     /**
      * Issue 25: a session whose pod's node is down does not get that pod for its next run (it would hang on a dead
-     * address): the pod is deleted at once and the session starts afresh on another pod, as after its pod ended.
+     * address): the pod is deleted at once, and the session starts afresh on another pod, as after its pod ended, once
+     * the old one is gone. Issue 42: that delete is graceful (grace 1), sent once; the old pod's object, and so its
+     * NetworkPolicy, stays until a kubelet confirms it stopped (here a finalizer stands in for the kubelet that never
+     * does), and meanwhile the session gets no pod (no second pod beside it under its name); it gets a fresh one as soon
+     * as the old object is gone (its node back, or known gone and the leader force-deleted it).
      */
     @Test
-    void aSessionWhosePodsNodeIsDownStartsAfreshOnANewPod() throws Exception {
+    void aSessionWhosePodsNodeIsDownStartsAfreshOnANewPodOnceTheOldOneIsGone() throws Exception {
         TestNodes.node(client, "node-s", "True", Instant.now());
         TestNodes.node(client, "node-t", "True", Instant.now());
         java.util.concurrent.atomic.AtomicReference<String> scheduleOn = new java.util.concurrent.atomic.AtomicReference<>("node-s");
@@ -212,12 +219,34 @@ class SessionPodsTest {
             Future<Pod> first = threads.submit(() -> run(onNodeSessions, "proj-a", "conv-n", "req-1",
                     claimed -> client.pods().inNamespace(NS).withName(claimed.name()).get()));
             Pod before = first.get(20, TimeUnit.SECONDS);
-            TestNodes.await(() -> onNodes.pod(before.getMetadata().getName())
+            String name = before.getMetadata().getName();
+            TestNodes.await(() -> onNodes.pod(name)
                     .map(p -> "node-s".equals(p.getSpec().getNodeName())).orElse(false), "bound");
+            Pod bound = client.pods().inNamespace(NS).withName(name).get();
+            client.pods().inNamespace(NS).resource(new PodBuilder(bound).editMetadata()
+                    .addToFinalizers("test.sandboxd.io/no-kubelet").endMetadata().build()).update();
 
             TestNodes.node(client, "node-s", "Unknown", Instant.now());
-            TestNodes.awaitDown(nodes, onNodes.pod(before.getMetadata().getName()).orElseThrow(), true);
+            TestNodes.awaitDown(nodes, onNodes.pod(name).orElseThrow(), true);
             scheduleOn.set("node-t"); // the scheduler avoids the down node
+            SessionPods impatient = new SessionPods(onNodes, new PodWrites(client, NS, TestSeal.SEAL), spec, counters,
+                                                    "replica-a", Clock.systemUTC(), Duration.ofSeconds(1),
+                                                    Duration.ofSeconds(10), BOUNDS);
+            TestDeletes.taken(server);
+            for (int attempt = 0; attempt < 2; attempt++) {
+                Future<Pod> refused = threads.submit(() -> run(impatient, "proj-a", "conv-n", "req-r",
+                        claimed -> client.pods().inNamespace(NS).withName(claimed.name()).get()));
+                ExecutionException e = assertThrows(ExecutionException.class, () -> refused.get(20, TimeUnit.SECONDS));
+                assertInstanceOf(Failure.NoWarmPod.class, ((FailedRun) e.getCause()).failure());
+            }
+            assertEquals(List.of(1L), TestDeletes.gracesOf(server, name), "deleted once, gracefully");
+            assertEquals(before.getMetadata().getUid(), client.pods().inNamespace(NS).withName(name).get()
+                    .getMetadata().getUid(), "the old pod stays, being deleted");
+
+            // Its end confirmed (the node back, or the leader's force delete once it is known gone): the object goes.
+            Pod deleting = client.pods().inNamespace(NS).withName(name).get();
+            client.pods().inNamespace(NS).resource(new PodBuilder(deleting).editMetadata().withFinalizers(List.of())
+                    .endMetadata().build()).update();
             Future<Pod> second = threads.submit(() -> run(onNodeSessions, "proj-a", "conv-n", "req-2",
                     claimed -> client.pods().inNamespace(NS).withName(claimed.name()).get()));
             Pod after = second.get(20, TimeUnit.SECONDS);
