@@ -9,9 +9,9 @@ import io.helidon.webserver.ListenerConfig;
 import io.helidon.webserver.http.HttpRouting;
 
 /**
- * The HTTP API: request ids, draining, project authentication (a filter: the routes read the verified caller from the
- * request context), error mapping and the routes (the MCP endpoint when on), each given only what it uses; and the listener settings they
- * rely on. Main and the tests use these same methods.
+ * The HTTP API: request ids, lingering close, draining, project authentication (a filter: the routes read the
+ * verified caller from the request context), error mapping and the routes (the MCP endpoint when on), each given only
+ * what it uses; and the listener settings they rely on. Main and the tests use these same methods.
  */
 public final class ApiRouting {
 
@@ -27,6 +27,7 @@ public final class ApiRouting {
     public static void register(HttpRouting.Builder routing, ApiComponents components) {
         RouteCalls calls = new RouteCalls(components.metrics(), components.inFlight());
         routing.addFilter(new RequestIdFilter());
+        routing.addFilter(new LingeringClose(components.bodies().lingerTime()));
         routing.addFilter(new DrainFilter(components.inFlight()));
         routing.addFilter(new ProjectAuthentication(components.auth(), calls, guarded(components)));
         ErrorMapping.register(routing);
@@ -51,12 +52,13 @@ public final class ApiRouting {
     }
 
     /**
-     * The listener's own bounds, and errors raised before routing as JSON with a request id. A body over its route's
-     * cap gets the route's 413 and is read to its end and dropped, up to {@link #LINGER_FACTOR} times the largest cap:
-     * a client that sends its whole body without waiting for {@code 100 Continue} (httpx, requests) then reads the
-     * 413 instead of a reset, as with servers that linger before they close. A longer one is refused by the server
-     * from its {@code Content-Length}, or at the chunk that would pass the limit, and the connection closed at once.
-     * Dropped bytes are never buffered, so they cost the budget nothing.
+     * The listener's own bounds, and errors raised before routing as JSON with a request id. A refused body (over its
+     * route's cap or token bound, without a valid token, ...) gets the route's answer and is then read to its end and
+     * dropped ({@link LingeringClose}), up to {@link #LINGER_FACTOR} times the largest cap: a client that sends its
+     * whole body before it reads (urllib, httpx, requests) then reads the answer instead of a reset, as with servers
+     * that linger before they close. A longer one is refused by the server from its {@code Content-Length}, or at the
+     * chunk that would pass the limit, and the connection closed at once. Dropped bytes are never buffered, so they
+     * cost the budget nothing.
      *
      * @param listener   the server's (default listener's) builder
      * @param components what the routes need

@@ -8,8 +8,6 @@ import io.sandboxd.limits.LimitExceeded;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.logging.ExceptionText;
 
-import io.helidon.http.HeaderNames;
-import io.helidon.http.HeaderValues;
 import io.helidon.http.HttpException;
 import io.helidon.logging.common.HelidonMdc;
 import io.helidon.webserver.http.HttpRouting;
@@ -66,19 +64,8 @@ public final class ErrorMapping {
 
     private static void send(ServerRequest req, ServerResponse res, int status, String message) {
         res.header(RequestId.HEADER, RequestId.of(req));
-        if (waitsForContinue(req) && !req.content().consumed()) {
-            // Refused before the client was told to send its body: it will not send it, so the connection ends here;
-            // say so, or the client sends its next request on a connection the server will not read again. (A body
-            // that is being sent is read to its end by the server after the response, and the connection stays.)
-            res.header(HeaderValues.CONNECTION_CLOSE);
-        }
+        // A body not read to its end is read and dropped after the answer, and the connection ends (LingeringClose)
         ApiJson.send(res, status, new ErrorBody(message));
-    }
-
-    /** {@code Expect: 100-continue}, in any case (the JDK's client sends {@code 100-Continue}). */
-    private static boolean waitsForContinue(ServerRequest req) {
-        return req.headers().first(HeaderNames.EXPECT).map(v -> v.trim().equalsIgnoreCase("100-continue"))
-                .orElse(false);
     }
 
     private static void withRequestId(ServerRequest req, Runnable log) {

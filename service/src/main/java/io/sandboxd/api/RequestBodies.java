@@ -27,6 +27,13 @@ public final class RequestBodies {
      */
     public static final Duration READ_DEADLINE = Duration.ofSeconds(60);
 
+    /**
+     * How long the rest of a refused body is still read and dropped after the answer ({@link LingeringClose}; nginx's
+     * {@code lingering_time}): time for the longest body the listener reads (twice the largest cap, 32 MiB by
+     * default) at about 9 Mbit/s. A sender slower than that, or one that stops, has its connection closed then.
+     */
+    public static final Duration LINGER_TIME = Duration.ofSeconds(30);
+
     /** Deepest nesting of arrays and objects accepted in a request body (tool args included). */
     static final int MAX_DEPTH = 128;
 
@@ -34,6 +41,7 @@ public final class RequestBodies {
     private final long largestBody;
     private final JsonBody execute;
     private final JsonBody call;
+    private final Duration lingerTime;
 
     /**
      * @param budget           the replica's body budget
@@ -42,7 +50,7 @@ public final class RequestBodies {
      * @param callMaxBytes     {@code /v1/call} body cap
      */
     public RequestBodies(BodyBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes) {
-        this(budget, executeMaxBytes, executeMaxTokens, callMaxBytes, READ_DEADLINE);
+        this(budget, executeMaxBytes, executeMaxTokens, callMaxBytes, READ_DEADLINE, LINGER_TIME);
     }
 
     /**
@@ -54,7 +62,21 @@ public final class RequestBodies {
      */
     RequestBodies(BodyBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes,
                   Duration readDeadline) {
+        this(budget, executeMaxBytes, executeMaxTokens, callMaxBytes, readDeadline, LINGER_TIME);
+    }
+
+    /**
+     * @param budget           the replica's body budget
+     * @param executeMaxBytes  {@code /v1/execute} body cap
+     * @param executeMaxTokens {@code /v1/execute} token bound
+     * @param callMaxBytes     {@code /v1/call} body cap
+     * @param readDeadline     how long a whole body may take to arrive
+     * @param lingerTime       how long the rest of a refused body is still read after the answer
+     */
+    RequestBodies(BodyBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes,
+                  Duration readDeadline, Duration lingerTime) {
         this.budget = budget;
+        this.lingerTime = lingerTime;
         this.largestBody = Math.max(executeMaxBytes, callMaxBytes);
         this.execute = new JsonBody(new JsonLimits(executeMaxBytes, executeMaxTokens, MAX_DEPTH), budget, largestBody,
                                     readDeadline);
@@ -113,6 +135,13 @@ public final class RequestBodies {
      */
     public long largestBody() {
         return largestBody;
+    }
+
+    /**
+     * @return how long the rest of a refused body is still read after the answer
+     */
+    Duration lingerTime() {
+        return lingerTime;
     }
 
     JsonBody execute() {
