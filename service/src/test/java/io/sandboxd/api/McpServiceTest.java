@@ -6,19 +6,27 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.security.KeyPair;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Properties;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import io.sandboxd.Main;
 import io.sandboxd.TestSettings;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.logging.JsonLogFormatter;
 import io.sandboxd.pods.PodSeal;
 import io.sandboxd.pool.PoolStatus;
 import io.sandboxd.run.SnippetJob;
@@ -275,6 +283,122 @@ class McpServiceTest {
                                        .POST(HttpRequest.BodyPublishers.ofString(initialize()))).statusCode());
     }
 
+    // ---- issue 43, finding 3: caller text of any length never makes a long log line ----
+
+    static final int EIGHT_MB = 8 << 20;
+    static final String SDK = "io.modelcontextprotocol";
+
+    /**
+     * With the SDK's logging all on (an operator debugging it): an unknown notification method, an initialize's
+     * {@code clientInfo.name} and its {@code protocolVersion} of 8 MB each are logged by the SDK, and every line is
+     * bounded. Defence off (the formatter's cuts): lines of 8 MB.
+     */
+    @Test
+    void theSdkQuotingEightMegabytesOfCallerTextMakesNoLongLine() throws Exception {
+        List<String> lines = capture(Map.of(SDK, Level.ALL), this::sendEightMegabytesThrice);
+        assertNoLineOverTheBound(lines);
+        assertTrue(lines.stream().filter(l -> l.contains("\"logger\":\"" + SDK) && l.contains(" chars cut]")).count()
+                           >= 3, "the SDK logged the caller's text three times, cut: " + lines);
+    }
+
+    /**
+     * At the levels sandboxd ships (its logging.properties), the SDK logs none of that caller text at all. Defence
+     * off (no level for the SDK): its INFO and WARNING lines quote it.
+     */
+    @Test
+    void atTheShippedLevelsTheSdkLogsNoCallerText() throws Exception {
+        List<String> lines = capture(shippedLevels(), this::sendEightMegabytesThrice);
+        assertNoLineOverTheBound(lines);
+        for (String line : lines) {
+            assertFalse(line.contains("mmmmmmmm") || line.contains("nnnnnnnn") || line.contains("vvvvvvvv"),
+                        line.substring(0, Math.min(line.length(), 300)));
+        }
+    }
+
+    private void sendEightMegabytesThrice() throws Exception {
+        String token = token("proj-a");
+        HttpResponse<String> unknown = post("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/" + "m".repeat(EIGHT_MB)
+                                                    + "\"}", token, null);
+        assertEquals(202, unknown.statusCode(), unknown.body());
+        HttpResponse<String> named = post(initialize("2025-11-25", "n".repeat(EIGHT_MB)), token, null);
+        assertEquals(200, named.statusCode());
+        HttpResponse<String> versioned = post(initialize("v".repeat(EIGHT_MB), "test"), token, null);
+        assertEquals(200, versioned.statusCode());
+        assertTrue(versioned.body().length() < 4096, "the SDK answers with a version it speaks");
+    }
+
+    /**
+     * Runs {@code action} with the given logger levels and a handler on the root logger that formats every record
+     * with sandboxd's formatter; restores the levels after.
+     */
+    private static List<String> capture(Map<String, Level> levels, ThrowingAction action) throws Exception {
+        List<String> lines = new CopyOnWriteArrayList<>();
+        JsonLogFormatter formatter = new JsonLogFormatter();
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (isLoggable(record)) {
+                    lines.add(formatter.format(record));
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        handler.setLevel(Level.ALL);
+        Map<String, Level> before = new java.util.HashMap<>();
+        List<Logger> held = new java.util.ArrayList<>(); // JUL keeps loggers weakly: hold them while their level counts
+        levels.forEach((name, level) -> {
+            Logger logger = Logger.getLogger(name);
+            held.add(logger);
+            before.put(name, logger.getLevel());
+            logger.setLevel(level);
+        });
+        Logger root = Logger.getLogger("");
+        root.addHandler(handler);
+        try {
+            action.run();
+            Thread.sleep(200); // a line written just after the response
+        } finally {
+            root.removeHandler(handler);
+            held.forEach(logger -> logger.setLevel(before.get(logger.getName())));
+        }
+        return lines;
+    }
+
+    /** The logger levels of the logging.properties sandboxd ships (src/main/resources, not the tests' own). */
+    private static Map<String, Level> shippedLevels() throws IOException {
+        Properties shipped = new Properties();
+        try (var in = Files.newInputStream(Path.of("src/main/resources/logging.properties"))) {
+            shipped.load(in);
+        }
+        Map<String, Level> levels = new java.util.HashMap<>();
+        shipped.stringPropertyNames().stream()
+                .filter(key -> key.endsWith(".level") && !key.startsWith("java.util.logging."))
+                .forEach(key -> levels.put(key.substring(0, key.length() - ".level".length()),
+                                           Level.parse(shipped.getProperty(key))));
+        assertTrue(levels.containsKey(""), "the root level is among them: " + levels);
+        return levels;
+    }
+
+    private static void assertNoLineOverTheBound(List<String> lines) {
+        for (String line : lines) {
+            int bytes = line.getBytes(StandardCharsets.UTF_8).length;
+            assertTrue(bytes <= JsonLogFormatter.MAX_LINE_BYTES, bytes + " bytes: "
+                    + line.substring(0, Math.min(line.length(), 300)));
+        }
+    }
+
+    @FunctionalInterface
+    private interface ThrowingAction {
+        void run() throws Exception;
+    }
+
     // ---- helpers ----
 
     private McpSyncClient client(String token) {
@@ -291,8 +415,13 @@ class McpServiceTest {
     }
 
     private static String initialize() {
-        return "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
-                + "\"capabilities\":{},\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}}";
+        return initialize("2025-11-25", "test");
+    }
+
+    private static String initialize(String protocolVersion, String clientName) {
+        return "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\""
+                + protocolVersion + "\",\"capabilities\":{},\"clientInfo\":{\"name\":\"" + clientName
+                + "\",\"version\":\"1\"}}}";
     }
 
     private static String call(String tool, String code) throws IOException {
