@@ -51,8 +51,8 @@ public final class ApiMetrics {
                                      .description("Warm tool pods (tool.warmImages) ready for a call right now"));
         registry.getOrCreate(FunctionalCounter.builder("sandboxd.pods.deleted.dead.node", pool,
                                                        PoolStatusSource::podsDeletedOnDeadNodes)
-                                     .description("Sandbox pods this replica, leading, force-deleted because their"
-                                                          + " node was down (lifecycle.deadNodePodDeleteSeconds)"));
+                                     .description("Sandbox pods this replica, leading, force-deleted on a node known"
+                                                          + " gone (deleted, or tainted out-of-service)"));
         return new ApiMetrics(registry);
     }
 

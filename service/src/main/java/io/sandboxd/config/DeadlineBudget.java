@@ -212,7 +212,9 @@ public final class DeadlineBudget {
 
     /**
      * @return how long a node has been down (Ready False or Unknown since the condition's {@code lastTransitionTime},
-     *     or gone) before the leader force-deletes the sandbox pods bound to it ({@code lifecycle.deadNodePodDeleteSeconds})
+     *     or gone) before the leader deletes the sandbox pods bound to it ({@code lifecycle.deadNodePodDeleteSeconds}):
+     *     gracefully, their objects and policies staying until a kubelet confirms them stopped; by force once the node
+     *     is known gone (deleted, or tainted {@code node.kubernetes.io/out-of-service})
      */
     public Duration deadNodePodDelete() {
         return deadNodePodDelete;

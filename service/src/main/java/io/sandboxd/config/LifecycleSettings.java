@@ -13,8 +13,11 @@ import io.helidon.config.Config;
  * @param reservationHold how long a reservation holds without renewal; after it a dead replica's reserved pods lapse
  *                        and the pool's leader deletes them (renewed at half, handed out only with a quarter left)
  * @param deadNodePodDelete how long a node is down (its Ready condition False or Unknown, counted from the condition's
- *                        {@code lastTransitionTime}; or the Node object gone) before the pool's leader force-deletes
- *                        the sandbox pods bound to it: without a kubelet nothing else ever removes them
+ *                        {@code lastTransitionTime}; or the Node object gone) before the pool's leader deletes the
+ *                        sandbox pods bound to it, gracefully: their objects, and so their NetworkPolicies, stay
+ *                        (Terminating) until a kubelet confirms them stopped or the node is known gone (its Node
+ *                        object deleted, or tainted {@code node.kubernetes.io/out-of-service}), when the leader
+ *                        force-deletes them
  */
 public record LifecycleSettings(Duration shutdownDelay, Duration reservationHold, Duration deadNodePodDelete) {
 

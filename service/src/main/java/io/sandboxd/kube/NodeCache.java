@@ -16,6 +16,7 @@ import io.sandboxd.pods.PodStates;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeCondition;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Taint;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.informers.ExceptionHandler;
@@ -29,26 +30,42 @@ import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
  * on a down node is a ghost: the API server still shows it, often Running and Ready for a while, but nothing serves
  * it, and without a kubelet nothing ends it either. Until the informer has synced (or when sandboxd may not read nodes)
  * no node is down: the pod's own Ready condition is then the only guard, as before nodes were watched.
+ *
+ * <p>A down node is <em>known gone</em> ({@link Down#knownGone()}) only when its Node object is gone, or when it carries
+ * the taint {@value #OUT_OF_SERVICE} (Kubernetes' non-graceful node shutdown: an admin's word that the node is off and
+ * runs nothing). Only then may its pods be force-deleted: a node that is merely not ready may still run them, its
+ * NetworkPolicy enforcer still holding their rules for as long as their Pod objects exist.
  */
 public final class NodeCache implements AutoCloseable {
 
     private static final Logger LOGGER = Logger.getLogger(NodeCache.class.getName());
+    /** The taint of Kubernetes' non-graceful node shutdown: the node is off; its pods may be removed by force. */
+    public static final String OUT_OF_SERVICE = "node.kubernetes.io/out-of-service";
     /** A gone node's first sighting is forgotten after this long (the map stays small in autoscaled clusters). */
     private static final Duration FORGET_GONE_AFTER = Duration.ofDays(1);
 
     /**
      * A pod's node, down.
      *
-     * @param node  the node's name
-     * @param gone  whether the Node object is gone (else its Ready condition is False or Unknown)
-     * @param since when it went down: the Ready condition's {@code lastTransitionTime}; for a gone node (or a condition
-     *              without a time) when this cache first saw it so
+     * @param node         the node's name
+     * @param gone         whether the Node object is gone (else its Ready condition is False or Unknown)
+     * @param outOfService whether the node, not ready, carries the taint {@value NodeCache#OUT_OF_SERVICE}
+     * @param since        when it went down: the Ready condition's {@code lastTransitionTime}; for a gone node (or a
+     *                     condition without a time) when this cache first saw it so
      */
-    public record Down(String node, boolean gone, Instant since) {
+    public record Down(String node, boolean gone, boolean outOfService, Instant since) {
+
+        /**
+         * @return whether the node is known to run nothing any more: its Node object is gone, or it is tainted
+         *         out-of-service. Else it may still run its pods (a kubelet down, a network cut), with their policies.
+         */
+        public boolean knownGone() {
+            return gone || outOfService;
+        }
 
         /** @return how it is down, for logs and for a call's loss */
         public String describe() {
-            return "its node " + node + (gone ? " is gone" : " is not ready");
+            return "its node " + node + (gone ? " is gone" : outOfService ? " is out of service" : " is not ready");
         }
     }
 
@@ -85,8 +102,8 @@ public final class NodeCache implements AutoCloseable {
                 if (ready) {
                     firstSeenDown.remove(after.getMetadata().getName());
                 }
-                if (ready != wasReady) {
-                    changed(); // only readiness matters here; a node's other updates are not worth a pass
+                if (ready != wasReady || outOfService(before) != outOfService(after)) {
+                    changed(); // only readiness and the fence matter here; other updates are not worth a pass
                 }
             }
 
@@ -148,8 +165,8 @@ public final class NodeCache implements AutoCloseable {
     }
 
     /**
-     * The API server's own view of a node the cache says is down (the cache may lag a node that came back), for the
-     * leader before it deletes the node's pods.
+     * The API server's own view of a node the cache says is down (the cache may lag a node that came back, or one
+     * tainted or untainted out-of-service), for the leader before it deletes the node's pods.
      *
      * @param name the node
      * @return the node's state on the API server when it is down there too; empty when it is up, or not readable now
@@ -165,10 +182,19 @@ public final class NodeCache implements AutoCloseable {
 
     private Optional<Down> down(String name, Node node) {
         if (node == null) {
-            return Optional.of(new Down(name, true, firstSeenDown.computeIfAbsent(name, n -> clock.instant())));
+            return Optional.of(new Down(name, true, false, firstSeenDown.computeIfAbsent(name, n -> clock.instant())));
         }
-        return notReadySince(node).map(since -> new Down(name, false, since.orElseGet(
+        return notReadySince(node).map(since -> new Down(name, false, outOfService(node), since.orElseGet(
                 () -> firstSeenDown.computeIfAbsent(name, n -> clock.instant()))));
+    }
+
+    /**
+     * @param node a node
+     * @return whether it carries the taint {@value #OUT_OF_SERVICE}, with any value and effect
+     */
+    static boolean outOfService(Node node) {
+        List<Taint> taints = node.getSpec() == null ? null : node.getSpec().getTaints();
+        return taints != null && taints.stream().anyMatch(t -> OUT_OF_SERVICE.equals(t.getKey()));
     }
 
     /**

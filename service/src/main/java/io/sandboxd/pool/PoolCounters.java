@@ -57,13 +57,14 @@ public final class PoolCounters {
         createdTotal.add(1);
     }
 
-    /** This replica, leading, force-deleted a sandbox pod whose node was down (a metric, this replica's own). */
+    /** This replica, leading, force-deleted a sandbox pod on a node known gone (a metric, this replica's own). */
     public void podDeletedOnDeadNode() {
         deletedOnDeadNodes.incrementAndGet();
     }
 
     /**
-     * @return sandbox pods this replica deleted because their node was down, since it started
+     * @return sandbox pods this replica force-deleted because their node was known gone (deleted, or tainted
+     *         out-of-service), since it started
      */
     public long podsDeletedOnDeadNodes() {
         return deletedOnDeadNodes.get();

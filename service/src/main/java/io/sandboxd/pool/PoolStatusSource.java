@@ -39,7 +39,8 @@ public interface PoolStatusSource {
     }
 
     /**
-     * @return sandbox pods this replica (while leading) force-deleted because their node was down (a metric)
+     * @return sandbox pods this replica (while leading) force-deleted because their node was known gone: deleted, or
+     *         tainted out-of-service (a metric)
      */
     default long podsDeletedOnDeadNodes() {
         return 0;

@@ -39,24 +39,58 @@ class NodeCacheTest {
             TestNodes.awaitSynced(nodes);
             TestNodes.await(() -> TestNodes.down(nodes, "node-c").isPresent(), "node-c seen");
             assertEquals(Optional.empty(), TestNodes.down(nodes, "node-a"));
-            assertEquals(Optional.of(new NodeCache.Down("node-b", false, since)), TestNodes.down(nodes, "node-b"));
-            assertEquals(Optional.of(new NodeCache.Down("node-c", false, since)), TestNodes.down(nodes, "node-c"));
+            assertEquals(Optional.of(new NodeCache.Down("node-b", false, false, since)), TestNodes.down(nodes, "node-b"));
+            assertEquals(Optional.of(new NodeCache.Down("node-c", false, false, since)), TestNodes.down(nodes, "node-c"));
             assertEquals("its node node-b is not ready", TestNodes.down(nodes, "node-b").get().describe());
             assertEquals(Optional.empty(), nodes.downNodeOf(new PodBuilder().withNewMetadata().withName("pending")
                     .endMetadata().build()), "a pod bound to no node yet");
-            assertEquals(Optional.of(new NodeCache.Down("node-b", false, since)), nodes.confirmedDown("node-b"));
+            assertEquals(Optional.of(new NodeCache.Down("node-b", false, false, since)), nodes.confirmedDown("node-b"));
             assertEquals(Optional.empty(), nodes.confirmedDown("node-a"));
 
             client.nodes().withName("node-a").delete();
             TestNodes.await(() -> TestNodes.down(nodes, "node-a").isPresent(), "node-a gone");
-            assertEquals(Optional.of(new NodeCache.Down("node-a", true, clock.instant())),
+            assertEquals(Optional.of(new NodeCache.Down("node-a", true, false, clock.instant())),
                          TestNodes.down(nodes, "node-a"), "gone since the cache saw it go");
-            assertEquals(Optional.of(new NodeCache.Down("node-a", true, clock.instant())),
+            assertEquals(Optional.of(new NodeCache.Down("node-a", true, false, clock.instant())),
                          nodes.confirmedDown("node-a"));
 
             // The node controller sees the kubelet again: up at once.
             TestNodes.node(client, "node-b", "True", clock.instant());
             TestNodes.await(() -> TestNodes.down(nodes, "node-b").isEmpty(), "node-b up");
+        }
+    }
+
+    /**
+     * Issue 42: a down node is known gone (its pods may be force-deleted) only when its Node object is gone or it is
+     * tainted node.kubernetes.io/out-of-service, with any effect; a node merely not ready may still run its pods.
+     */
+    @Test
+    void aDownNodeIsKnownGoneOnlyWhenDeletedOrTaintedOutOfService() throws Exception {
+        MovableClock clock = new MovableClock();
+        Instant since = clock.instant().minusSeconds(42);
+        TestNodes.node(client, "node-d", "Unknown", since);
+        TestNodes.node(client, "node-e", "True", since);
+        try (NodeCache nodes = NodeCache.start(client, clock)) {
+            TestNodes.awaitSynced(nodes);
+            TestNodes.await(() -> TestNodes.down(nodes, "node-d").isPresent(), "node-d seen");
+            assertFalse(TestNodes.down(nodes, "node-d").orElseThrow().knownGone(), "not ready: may still run its pods");
+
+            TestNodes.outOfService(client, "node-d", "NoExecute");
+            TestNodes.await(() -> TestNodes.down(nodes, "node-d").map(NodeCache.Down::outOfService).orElse(false),
+                            "node-d fenced");
+            assertEquals(Optional.of(new NodeCache.Down("node-d", false, true, since)), TestNodes.down(nodes, "node-d"));
+            assertTrue(TestNodes.down(nodes, "node-d").orElseThrow().knownGone());
+            assertEquals("its node node-d is out of service", TestNodes.down(nodes, "node-d").get().describe());
+            assertEquals(Optional.of(new NodeCache.Down("node-d", false, true, since)), nodes.confirmedDown("node-d"));
+
+            // Any effect; but a Ready node with the taint is not down at all.
+            TestNodes.outOfService(client, "node-e", "NoSchedule");
+            Thread.sleep(200);
+            assertEquals(Optional.empty(), TestNodes.down(nodes, "node-e"));
+            TestNodes.node(client, "node-e", "False", since);
+            TestNodes.outOfService(client, "node-e", "NoSchedule");
+            TestNodes.await(() -> TestNodes.down(nodes, "node-e").map(NodeCache.Down::knownGone).orElse(false),
+                            "node-e not ready and fenced");
         }
     }
 

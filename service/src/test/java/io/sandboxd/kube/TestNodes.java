@@ -39,6 +39,19 @@ public final class TestNodes {
     }
 
     /**
+     * Taints a node {@value NodeCache#OUT_OF_SERVICE} (Kubernetes' non-graceful node shutdown), as an admin does.
+     *
+     * @param client mock client
+     * @param name   node name
+     * @param effect the taint's effect
+     */
+    public static void outOfService(KubernetesClient client, String name, String effect) {
+        Node node = client.nodes().withName(name).get();
+        client.nodes().resource(new NodeBuilder(node).editOrNewSpec().addNewTaint().withKey(NodeCache.OUT_OF_SERVICE)
+                .withValue("nodeshutdown").withEffect(effect).endTaint().endSpec().build()).update();
+    }
+
+    /**
      * @param pod  a pod
      * @param node the node it is bound to
      * @return the pod, bound to {@code node}

@@ -221,7 +221,8 @@ final class ReservedPods implements AutoCloseable {
 
     /**
      * A reservation on a down node is released at once, given back as warm: no request of this replica could use it, it
-     * no longer counts towards the pool's target, and the leader deletes it once the node has been down for
+     * no longer counts towards the pool's target, and the leader deletes it (gracefully: it ends through its kubelet,
+     * or by force once the node is known gone) once the node has been down for
      * {@code lifecycle.deadNodePodDeleteSeconds} (should the node come back first, it serves again).
      */
     private void giveBackFromDownNodes() {

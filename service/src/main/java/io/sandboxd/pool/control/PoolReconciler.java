@@ -47,11 +47,16 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  *
  * <p>Pods on a down node ({@link NodeCache}: Ready False or Unknown, or the Node gone) are ghosts, as Kubernetes' own
  * node lifecycle and pod GC controllers treat them: from the moment the node is down they are no part of the pool (not
- * counted towards the target, so replacements start on live nodes at once, and never handed out); once the node has
+ * counted towards the target, so replacements start on live nodes at once, and never handed out). Once the node has
  * been down for {@code lifecycle.deadNodePodDeleteSeconds} (from its Ready condition's {@code lastTransitionTime}) the
- * leader force-deletes them (grace period 0, the only delete that removes a pod whose kubelet is gone), so they hold
- * neither the namespace's quota nor anyone's reservation. {@code created_total} counts pods when they are created,
- * so a ghost and its replacement are one pod each.
+ * leader deletes them gracefully, as every sandbox pod is deleted ({@link PodWrites#delete}): their objects stay,
+ * Terminating, and with them their NetworkPolicies, until a kubelet confirms their containers stopped. A node that is
+ * merely not ready may still run them (a dead kubelet beside a live container runtime and policy enforcer, a network
+ * cut); should it come back, its kubelet kills them and removes the objects. Only a node known gone
+ * ({@link NodeCache.Down#knownGone()}: its Node object deleted, or tainted {@code node.kubernetes.io/out-of-service})
+ * runs nothing any more: the leader then force-deletes its sandbox pods ({@link PodWrites#forceDelete}), so they hold
+ * neither the namespace's quota nor anyone's reservation. Each pod is deleted once each way, never again on every
+ * pass. {@code created_total} counts pods when they are created, so a ghost and its replacement are one pod each.
  *
  * <p>Why the pool does not overshoot: only the leader creates pool pods; it counts the unclaimed pods in its cache plus
  * the pods it created that the cache has not shown yet, and creates only the difference to the target. A new leader
@@ -86,7 +91,8 @@ public final class PoolReconciler implements AutoCloseable {
      * @param sessionIdleAfter      idle time after which a session pod is destroyed
      * @param sessionMaxLifetime    age after which a session pod takes no run and is destroyed
      * @param reservationLapseGrace how long past its {@code reserved-until} a reservation is deleted
-     * @param deadNodePodDelete     how long a node is down before its sandbox pods are force-deleted
+     * @param deadNodePodDelete     how long a node is down before its sandbox pods are deleted (gracefully; by force
+     *                              once the node is known gone)
      */
     public record Limits(int target,
                          int poolMax,
@@ -145,8 +151,16 @@ public final class PoolReconciler implements AutoCloseable {
     /** Pool pods created that the informer has not shown yet, by the revision of the spec they were made from. */
     private final PendingCreates<String> pendingCreates = new PendingCreates<>(PENDING_CREATE_EXPIRY);
     private final ExponentialBackoff createBackoff = new ExponentialBackoff(FIRST_RETRY, LONGEST_RETRY);
-    /** Pods of down nodes this leader deleted, until the informer no longer shows them (each is counted once). */
-    private final Set<String> deletedOnDownNodes = new HashSet<>();
+    /** How the leader deleted a pod of a down node. */
+    private enum DownNodeDelete {
+        /** Gracefully: its node may still run it, its object (and so its policy) stays until a kubelet ends it. */
+        GRACEFUL,
+        /** By force: its node is known gone. */
+        FORCED
+    }
+
+    /** Pods of down nodes this leader deleted and how, until the informer no longer shows them (each deleted once). */
+    private final Map<String, DownNodeDelete> deletedOnDownNodes = new HashMap<>();
     private volatile boolean leading;
 
     /**
@@ -412,9 +426,11 @@ public final class PoolReconciler implements AutoCloseable {
     }
 
     /**
-     * Force-deletes every sandbox pod (snippet or tool, sealed or not, being deleted or not: one the node's taint
-     * evicted stays terminating for good without its kubelet) whose node has been down for longer than
-     * {@code lifecycle.deadNodePodDeleteSeconds}, once the API server's copy of the node confirms it.
+     * Deletes every sandbox pod (snippet or tool, sealed or not) whose node has been down for longer than
+     * {@code lifecycle.deadNodePodDeleteSeconds}, once the API server's copy of the node confirms it: gracefully while the
+     * node may still run it (not when someone is deleting it already), by force once the node is known gone (also one
+     * being deleted: one the node's taint evicted, or that this leader deleted gracefully, stays Terminating for good
+     * without a kubelet). Each pod at most once each way.
      */
     private void deleteOnDownNodes(Instant now) {
         Map<String, Optional<NodeCache.Down>> confirmed = new HashMap<>(); // one read of each node per pass
@@ -426,35 +442,54 @@ public final class PoolReconciler implements AutoCloseable {
                 String name = pod.getMetadata().getName();
                 present.add(name);
                 Optional<NodeCache.Down> down = cache.downNodeOf(pod);
-                if (down.isEmpty() || !downLongEnough(down.get(), now) || deletedOnDownNodes.contains(name)) {
+                DownNodeDelete done = deletedOnDownNodes.get(name);
+                if (down.isEmpty() || !downLongEnough(down.get(), now) || done == DownNodeDelete.FORCED) {
                     continue;
+                }
+                boolean deleting = done == DownNodeDelete.GRACEFUL || PodStates.isDeleting(pod);
+                if (deleting && !down.get().knownGone()) {
+                    continue; // ends through its kubelet, or once the node is known gone; nothing to add meanwhile
                 }
                 Optional<NodeCache.Down> onServer = confirmed.computeIfAbsent(down.get().node(),
                                                                               cache.nodes()::confirmedDown);
-                if (onServer.isPresent() && downLongEnough(onServer.get(), now) && writes.delete(name)) {
-                    deletedOnDownNodes.add(name);
+                if (onServer.isEmpty() || !downLongEnough(onServer.get(), now)) {
+                    continue;
+                }
+                if (onServer.get().knownGone()) {
+                    if (writes.forceDelete(name)) {
+                        deletedOnDownNodes.put(name, DownNodeDelete.FORCED);
+                        removedByLeader.add(name);
+                        counters.podDeletedOnDeadNode();
+                        logDeletedOnDownNode(pod, onServer.get(), true, now);
+                    }
+                } else if (!deleting && writes.delete(name)) {
+                    deletedOnDownNodes.put(name, DownNodeDelete.GRACEFUL);
                     removedByLeader.add(name);
-                    counters.podDeletedOnDeadNode();
-                    logDeletedOnDownNode(pod, onServer.get(), now);
+                    logDeletedOnDownNode(pod, onServer.get(), false, now);
                 }
             }
         }
-        deletedOnDownNodes.retainAll(present);
+        deletedOnDownNodes.keySet().retainAll(present);
     }
 
     private boolean downLongEnough(NodeCache.Down down, Instant now) {
         return down.since().plus(limits.deadNodePodDelete()).isBefore(now);
     }
 
-    private static void logDeletedOnDownNode(Pod pod, NodeCache.Down down, Instant now) {
+    private static void logDeletedOnDownNode(Pod pod, NodeCache.Down down, boolean forced, Instant now) {
         long seconds = Duration.between(down.since(), now).toSeconds();
         Map<String, Object> fields = new LinkedHashMap<>();
         fields.put("pod", pod.getMetadata().getName());
         fields.put("node", down.node());
         fields.put("node_gone", down.gone());
+        fields.put("node_out_of_service", down.outOfService());
         fields.put("node_down_seconds", seconds);
-        LOGGER.log(Level.WARNING, "sandbox pod " + pod.getMetadata().getName() + " deleted (grace period 0): "
-                + down.describe() + (down.gone() ? ", seen gone " : ", not ready for ") + seconds + " s", fields);
+        fields.put("deletion", forced ? "forced" : "graceful");
+        LOGGER.log(Level.WARNING, "sandbox pod " + pod.getMetadata().getName()
+                + (forced ? " force-deleted (grace period 0): " : " deleted, to end through its kubelet: ")
+                + down.describe() + (down.gone() ? ", seen gone " : ", not ready for ") + seconds + " s"
+                + (forced ? "" : "; its object, and so its policy, stays until the node is back, deleted or tainted "
+                + NodeCache.OUT_OF_SERVICE), fields);
     }
 
     private void replaceOutdated(List<Pod> outdated) {

@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.sandboxd.kube.NodeCache;
 import io.sandboxd.kube.PodCache;
+import io.sandboxd.kube.TestDeletes;
 import io.sandboxd.kube.TestNodes;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
@@ -308,12 +309,13 @@ class PoolReconcilerTest {
     /**
      * Issue 25: a node dies hard. Its pods stay in the API, Running and Ready, until the node controller gets to them;
      * from the moment the node is down they are no part of the pool: the leader replaces them on live nodes at once,
-     * and force-deletes them (snippet and tool pods, one stuck terminating too) only once the node has been down for
-     * lifecycle.deadNodePodDeleteSeconds (60 s), counted from its Ready condition's lastTransitionTime. created_total
+     * and deletes them (snippet and tool pods) only once the node has been down for lifecycle.deadNodePodDeleteSeconds
+     * (60 s), counted from its Ready condition's lastTransitionTime; gracefully (issue 42: the node is not known gone,
+     * so their objects and policies stay until a kubelet ends them; the mock server removes them at once). created_total
      * counts the ghosts and their replacements once each.
      */
     @Test
-    void podsOfADownNodeAreReplacedAtOnceAndForceDeletedOnceTheNodeHasBeenDownForTheBound() throws Exception {
+    void podsOfADownNodeAreReplacedAtOnceAndDeletedGracefullyOnceTheNodeHasBeenDownForTheBound() throws Exception {
         MovableClock clock = new MovableClock();
         TestNodes.node(client, "node-a", "True", clock.instant());
         TestNodes.node(client, "node-b", "True", clock.instant());
@@ -350,13 +352,15 @@ class PoolReconcilerTest {
 
                 // Within the bound the ghosts are left alone (the node may come back), and nothing more is created.
                 clock.advance(TestSettings.BUDGET.deadNodePodDelete());
+                TestDeletes.taken(server);
                 reconciler.reconcile();
                 assertTrue(names(snippetPods()).containsAll(Set.of("sandbox-b1", "sandbox-b2")));
                 assertEquals(1, client.pods().inNamespace(NS).withLabels(SandboxLabels.toolSelector()).list()
                         .getItems().size());
-                assertEquals(0, counters.podsDeletedOnDeadNodes());
+                assertEquals(List.of(), TestDeletes.taken(server));
 
-                // Past the bound: every sandbox pod of node-b is force-deleted, once each.
+                // Past the bound: every sandbox pod of node-b is deleted, once each, gracefully: not counted as a
+                // force delete.
                 clock.advance(Duration.ofSeconds(1));
                 reconciler.reconcile();
                 reconciler.reconcile();
@@ -364,13 +368,15 @@ class PoolReconcilerTest {
                 awaitGone("sandbox-b2");
                 assertEquals(List.of(), client.pods().inNamespace(NS).withLabels(SandboxLabels.toolSelector()).list()
                         .getItems(), "the tool pod of the dead node too");
-                assertEquals(3, counters.podsDeletedOnDeadNodes());
+                assertEquals(Set.of(new TestDeletes.Delete("sandbox-b1", 1L), new TestDeletes.Delete("sandbox-b2", 1L),
+                                    new TestDeletes.Delete("tool-b", 1L)), new HashSet<>(TestDeletes.taken(server)));
+                assertEquals(0, counters.podsDeletedOnDeadNodes());
                 snippets.await(() -> snippets.pods().size() == 2 ? Optional.of(true) : Optional.empty(),
                                Duration.ofSeconds(5));
                 reconciler.reconcile();
                 assertEquals(2, snippetPods().size(), "the replacements stay, no more are made");
                 assertEquals(2, counters.createdTotal(), "each pod counted once");
-                assertEquals(3, counters.podsDeletedOnDeadNodes());
+                assertEquals(List.of(), TestDeletes.taken(server));
             } finally {
                 reconciler.close();
             }
@@ -379,9 +385,12 @@ class PoolReconcilerTest {
         }
     }
 
-    /** PodGC's orphan rule: a pod bound to a node that no longer exists is deleted once the node is gone the bound. */
+    /**
+     * PodGC's orphan rule: a pod bound to a node that no longer exists is deleted once the node is gone the bound; by
+     * force (issue 42: a node known gone runs nothing), counted in podsDeletedOnDeadNodes.
+     */
     @Test
-    void aPodBoundToANodeThatIsGoneIsDeletedOnceTheNodeHasBeenGoneForTheBound() throws Exception {
+    void aPodBoundToANodeThatIsGoneIsForceDeletedOnceTheNodeHasBeenGoneForTheBound() throws Exception {
         MovableClock clock = new MovableClock();
         TestNodes.node(client, "node-gone", "True", clock.instant());
         NodeCache nodes = NodeCache.start(client, clock);
@@ -402,9 +411,11 @@ class PoolReconcilerTest {
                 reconciler.reconcile();
                 assertEquals(1, counters.createdTotal(), "replaced at once");
                 assertTrue(names(snippetPods()).contains("sandbox-orphan"), "kept within the bound");
+                TestDeletes.taken(server);
                 clock.advance(TestSettings.BUDGET.deadNodePodDelete().plusSeconds(1));
                 reconciler.reconcile();
                 awaitGone("sandbox-orphan");
+                assertEquals(List.of(0L), TestDeletes.gracesOf(server, "sandbox-orphan"), "force-deleted");
                 assertEquals(1, counters.podsDeletedOnDeadNodes());
             } finally {
                 reconciler.close();
@@ -412,6 +423,119 @@ class PoolReconcilerTest {
         } finally {
             nodes.close();
         }
+    }
+
+    /** One row of the table below: what becomes of a down node's pod, and its node, pass after pass. */
+    private record DownNodeCase(String what, boolean deletingAlready, String fate, List<Long> gracesAtTheBound,
+                                List<Long> gracesAfterTheFate) {
+    }
+
+    /**
+     * Issue 42, as a table: a pod of a node that went down (Ready Unknown) is left alone for
+     * lifecycle.deadNodePodDeleteSeconds; then deleted gracefully (grace 1: the API server only marks it, and its
+     * object and NetworkPolicy stay until a kubelet confirms it stopped), once, never again while it is being deleted,
+     * and not at all when someone deletes it already; force-deleted (grace 0), once, only when the node is known gone
+     * (its Node object deleted, or tainted out-of-service), whether it is being deleted or not; and nothing more when the
+     * node comes back. The pods carry a finalizer so that the mock server keeps them, marked deleted, as a real API
+     * server keeps a pod whose kubelet never confirms its end.
+     */
+    @Test
+    void aDownNodesPodIsDeletedGracefullyAfterTheBoundAndByForceOnlyOnceItsNodeIsKnownGone() throws Exception {
+        List<DownNodeCase> table = List.of(
+                new DownNodeCase("node stays not ready", false, "none", List.of(1L), List.of()),
+                new DownNodeCase("node tainted out-of-service", false, "out-of-service", List.of(1L), List.of(0L)),
+                new DownNodeCase("Node object deleted", false, "deleted", List.of(1L), List.of(0L)),
+                new DownNodeCase("node back", false, "ready", List.of(1L), List.of()),
+                new DownNodeCase("evicted already, node stays not ready", true, "none", List.of(), List.of()),
+                new DownNodeCase("evicted already, node tainted out-of-service", true, "out-of-service", List.of(),
+                                 List.of(0L)),
+                new DownNodeCase("evicted already, Node object deleted", true, "deleted", List.of(), List.of(0L)));
+        MovableClock clock = new MovableClock();
+        NodeCache nodes = NodeCache.start(client, clock);
+        try {
+            PodCache snippets = startedCache(SandboxLabels.snippetSelector(), nodes);
+            PodCache tools = startedCache(SandboxLabels.toolSelector(), nodes);
+            TestNodes.awaitSynced(nodes);
+            PoolCounters counters = new PoolCounters();
+            PoolReconciler reconciler = reconciler(snippets, tools, counters,
+                                                   PoolReconciler.Limits.of(0, TestSettings.BUDGET), clock);
+            reconciler.leading(true);
+            long forced = 0;
+            try {
+                for (int i = 0; i < table.size(); i++) {
+                    DownNodeCase row = table.get(i);
+                    String node = "node-" + i;
+                    String name = "sandbox-" + i;
+                    TestNodes.node(client, node, "True", clock.instant());
+                    TestNodes.await(() -> client.nodes().withName(node).get() != null, node);
+                    Pod pod = readyWarmPod(name, node, "test.sandboxd.io/no-kubelet");
+                    if (row.deletingAlready()) {
+                        // The node's NoExecute taint evicted it (a graceful delete, as the taint manager sends).
+                        client.pods().inNamespace(NS).withName(name).withGracePeriod(30).delete();
+                    }
+                    snippets.await(() -> snippets.pod(name).filter(p -> PodStates.isDeleting(p)
+                            == row.deletingAlready()).map(p -> true), Duration.ofSeconds(5)).orElseThrow();
+
+                    TestNodes.node(client, node, "Unknown", clock.instant());
+                    TestNodes.awaitDown(nodes, pod, true);
+                    TestDeletes.taken(server);
+                    reconciler.reconcile();
+                    clock.advance(TestSettings.BUDGET.deadNodePodDelete());
+                    reconciler.reconcile();
+                    assertEquals(List.of(), TestDeletes.gracesOf(server, name), row.what() + ": within the bound");
+
+                    clock.advance(Duration.ofSeconds(1));
+                    reconciler.reconcile();
+                    awaitDeleting(snippets, name);
+                    reconciler.reconcile();
+                    reconciler.reconcile();
+                    assertEquals(row.gracesAtTheBound(), TestDeletes.gracesOf(server, name),
+                                 row.what() + ": past the bound");
+
+                    switch (row.fate()) {
+                        case "out-of-service" -> {
+                            TestNodes.outOfService(client, node, "NoExecute");
+                            TestNodes.await(() -> nodes.downNodeOf(pod).map(NodeCache.Down::knownGone)
+                                    .orElse(false), node + " out of service");
+                        }
+                        case "deleted" -> {
+                            client.nodes().withName(node).delete();
+                            TestNodes.await(() -> nodes.downNodeOf(pod).map(NodeCache.Down::gone).orElse(false),
+                                            node + " gone");
+                            reconciler.reconcile();
+                            // Gone since the cache saw it go: the bound counts again from there.
+                            assertEquals(List.of(), TestDeletes.gracesOf(server, name), row.what() + ": just gone");
+                            clock.advance(TestSettings.BUDGET.deadNodePodDelete().plusSeconds(1));
+                        }
+                        case "ready" -> {
+                            TestNodes.node(client, node, "True", clock.instant());
+                            TestNodes.awaitDown(nodes, pod, false);
+                        }
+                        default -> {
+                        }
+                    }
+                    for (int pass = 0; pass < 3; pass++) {
+                        reconciler.reconcile();
+                    }
+                    assertEquals(row.gracesAfterTheFate(), TestDeletes.gracesOf(server, name), row.what());
+                    clock.advance(Duration.ofMinutes(5));
+                    reconciler.reconcile();
+                    reconciler.reconcile();
+                    assertEquals(List.of(), TestDeletes.gracesOf(server, name), row.what() + ": nothing more");
+                    assertTrue(snippets.pod(name).isPresent(), row.what() + ": still shown (a finalizer holds it)");
+                    forced += row.gracesAfterTheFate().size();
+                    assertEquals(forced, counters.podsDeletedOnDeadNodes(), row.what() + ": force deletes counted");
+                }
+            } finally {
+                reconciler.close();
+            }
+        } finally {
+            nodes.close();
+        }
+    }
+
+    private static void awaitDeleting(PodCache cache, String name) throws InterruptedException {
+        cache.await(() -> cache.pod(name).filter(PodStates::isDeleting).map(p -> true), Duration.ofSeconds(5));
     }
 
     // ---- helpers ----
@@ -495,9 +619,9 @@ class PoolReconcilerTest {
         return new HashSet<>(pods.stream().map(p -> p.getMetadata().getName()).toList());
     }
 
-    private Pod readyWarmPod(String name, String node) {
-        Pod created = new PodWrites(client, NS, TestSeal.SEAL).create(node == null ? poolPod(name)
-                : TestNodes.on(poolPod(name), node));
+    private Pod readyWarmPod(String name, String node, String... finalizers) {
+        Pod pod = new PodBuilder(poolPod(name)).editMetadata().addToFinalizers(finalizers).endMetadata().build();
+        Pod created = new PodWrites(client, NS, TestSeal.SEAL).create(node == null ? pod : TestNodes.on(pod, node));
         Pod withStatus = new PodBuilder(created)
                 .withNewStatus()
                     .withPhase("Running")
