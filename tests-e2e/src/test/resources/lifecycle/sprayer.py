@@ -6,7 +6,8 @@ SECONDS (how long to spray), RUN_SECONDS (how long the run itself lasts) and WAY
   inline    this process itself, for RUN_SECONDS only (a control pod)
 Every ROUND seconds one packet to each target: a UDP datagram, a TCP connection attempt (non-blocking: its SYN and
 retries), an ICMP echo through a ping socket (a sandbox may not open one: then none is sent). Prints the sandbox's
-own address first ("sandbox ipv4: A"), then sleeps RUN_SECONDS unless it sprays inline.
+own address first ("sandbox ipv4: A"), then sleeps RUN_SECONDS unless it sprays inline. ROUNDS[0] counts the rounds
+of this interpreter's spraying thread: a session's next run prints it to show the thread sprayed meanwhile.
 """
 import os
 import socket
@@ -14,6 +15,9 @@ import threading
 import time
 
 ROUND = 0.1
+
+
+ROUNDS = [0]  # rounds sprayed by this interpreter's thread: a session's next run reads it (the thread lives)
 
 
 def spray(until):
@@ -39,6 +43,7 @@ def spray(until):
                 pass
         while len(pending) > 4 * len(TARGETS):  # noqa: F821
             pending.pop(0).close()
+        ROUNDS[0] += 1
         time.sleep(ROUND)
 
 

@@ -22,6 +22,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Issue 42: no sandbox outlives its policy, attacked in time at every way a sandbox pod ends in normal use. Each kind
@@ -79,7 +80,10 @@ class LifecycleMatrixIT {
             attacks.add(CompletableFuture.runAsync(() -> tool(matrix, "tool call of egress profile weather",
                     sandboxd.minter().mint("e2e-lifecycle", "e2e-agent", Sandboxd.AGENT_IMAGE, "sandboxd",
                                            Duration.ofMinutes(10), null, "weather"))));
-            attacks.add(CompletableFuture.runAsync(() -> forceDeletedSession(matrix)));
+            for (int i = 1; i <= 2; i++) {
+                int n = i;
+                attacks.add(CompletableFuture.runAsync(() -> forceDeletedSession(matrix, n)));
+            }
             CompletableFuture.allOf(attacks.toArray(CompletableFuture[]::new)).join();
             long leaked = matrix.assertHolds("sandbox pods ending");
             System.out.println("[e2e] lifecycle: sandboxes attacked from nodes " + matrix.sandboxNodes()
@@ -129,7 +133,11 @@ class LifecycleMatrixIT {
         source.sprayed(result.path("stdout").asText() + result.path("stderr").asText(), matrix.sandboxEndpoint(pod));
         source.running(sent, answered);
         pause(Duration.ofSeconds(3));
+        // The positive control of a row with no open cell: its thread sprayed through the idle time.
+        String rounds = session.call("run_python_session", "print(ROUNDS[0])").path("structuredContent")
+                .path("stdout").asText().trim();
         long ending = System.currentTimeMillis();
+        assertTrue(Integer.parseInt(rounds) >= 20, name + ": its thread sprayed while idle, rounds " + rounds);
         source.phase("session idle", answered, ending);
         assertEquals(204, session.end(), "DELETE /mcp ends the session");
         long gone = matrix.awaitGone(pod, Duration.ofMinutes(1));
@@ -139,8 +147,8 @@ class LifecycleMatrixIT {
     }
 
     /** The defence removed: a D4 session's pod force-deleted by the test (grace period 0) while its thread sprays. */
-    private static void forceDeletedSession(LifecycleMatrix matrix) {
-        Source source = matrix.source("session pod force-deleted (grace 0)", Role.DEFENCE_REMOVED);
+    private static void forceDeletedSession(LifecycleMatrix matrix, int n) {
+        Source source = matrix.source("session pod force-deleted (grace 0) " + n, Role.DEFENCE_REMOVED);
         long sent = System.currentTimeMillis();
         ApiResponse r = sandboxd.execute(Map.of("session_id", "lifecycle-" + UUID.randomUUID(), "code",
                                                 matrix.sprayer(List.of("thread"), SPRAY_SECONDS, RUN_SECONDS)));

@@ -78,7 +78,8 @@ class LifecycleFaultsIT {
             for (LocalNodes.Node node : LocalNodes.all()) {
                 LocalNodes.node("restart-enforcer", node, System.getProperty("e2e.lifecycle.enforcer", ""));
             }
-            Thread.sleep(2000);
+            Thread.sleep(5000); // through the new enforcer's first full sync
+
             matrix.phaseOfEverySandbox("enforcer restarting", restart, System.currentTimeMillis());
 
             long update = System.currentTimeMillis();

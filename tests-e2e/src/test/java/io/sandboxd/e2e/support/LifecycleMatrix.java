@@ -159,7 +159,8 @@ public final class LifecycleMatrix implements AutoCloseable {
         destinations.add(new Destination("pod of another namespace", ip(other), endpoint(k8s, other), pod));
         recorders.add(PacketRecorder.inPodOf("pod of another namespace", ip(other)));
         Pod replica = Replicas.pods(k8s).getFirst();
-        destinations.add(new Destination("sandboxd replica", ip(replica), endpoint(k8s, replica), pod));
+        destinations.add(new Destination("sandboxd replica", ip(replica), endpoint(k8s, replica),
+                                         List.of(new Channel("tcp", 8080))));
         recorders.add(PacketRecorder.inPodOf("sandboxd replica", ip(replica)));
         for (var node : Attacks.nodes(k8s)) {
             String name = node.getMetadata().getName();
@@ -315,10 +316,9 @@ public final class LifecycleMatrix implements AutoCloseable {
             List<PacketRecorder.Packets> packets = bySource.getOrDefault(row.source().ip, List.of()).stream()
                     .filter(p -> p.destination().equals(row.destination().ip()) && row.channel().matches(p)).toList();
             long total = packets.stream().mapToLong(PacketRecorder.Packets::count).sum();
-            heard.merge(cell, false, Boolean::logicalOr);
             if (row.source().role == Role.CONTROL) {
-                if (open.get(i) && total > 0) {
-                    heard.put(cell, true);
+                if (open.get(i)) {
+                    heard.merge(cell, total > 0, Boolean::logicalOr);
                 }
                 if (open.get(i) != total > 0) {
                     diff.add(row.source().name + " -> " + cell + ": policies say " + (open.get(i) ? "open" : "closed")
@@ -355,8 +355,13 @@ public final class LifecycleMatrix implements AutoCloseable {
                 diff.add("no control was heard on " + cell + ": the listener there proves nothing");
             }
         });
+        long channels = destinations.stream().mapToLong(d -> d.channels().size()).sum();
+        if (heard.size() < channels) {
+            diff.add("only " + heard.size() + " of " + channels + " destination channels have a control the policies"
+                    + " let through: " + heard.keySet());
+        }
         StringBuilder report = new StringBuilder("[e2e] lifecycle matrix, " + title + ", runtime "
-                + Env.runtimeName() + ": " + sources.size() + " sources x " + heard.size() + " destination channels = "
+                + Env.runtimeName() + ": " + sources.size() + " sources x " + channels + " destination channels = "
                 + rows.size() + " cells (" + closedCells + " closed cells of sandboxes), every recorded packet judged;");
         for (Source s : sources) {
             report.append("\n  ").append(s.name).append(" [").append(s.role.name().toLowerCase(java.util.Locale.ROOT))
