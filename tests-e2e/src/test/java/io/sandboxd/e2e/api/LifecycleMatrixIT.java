@@ -14,11 +14,8 @@ import io.sandboxd.e2e.support.LifecycleMatrix.Role;
 import io.sandboxd.e2e.support.LifecycleMatrix.Source;
 import io.sandboxd.e2e.support.McpSession;
 import io.sandboxd.e2e.support.Sandboxd;
-import io.sandboxd.e2e.support.TestPods;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -45,49 +42,26 @@ class LifecycleMatrixIT {
     private static final int SPRAY_SECONDS = 40;
     private static final int RUN_SECONDS = 3;
     private static Sandboxd sandboxd;
-    private static TestPods outside;
-    private static TestPods client;
-
-    @BeforeAll
-    static void pods() {
-        sandboxd = Sandboxd.get();
-        outside = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-lifecycle-outside", Map.of("e2e", "lifecycle-outside"));
-        outside.startSleeper("outside", Map.of("role", "outside"), TestPods::mayPing);
-        client = TestPods.inFreshNamespace(sandboxd.k8s(), "e2e-lifecycle-client",
-                                           Map.of("e2e", "lifecycle-client", "sandboxd.io/client", "true"));
-        client.startSleeper("agent", Map.of("role", "agent"), TestPods::mayPing);
-    }
-
-    @AfterAll
-    static void cleanUp() {
-        outside.close();
-        client.close();
-    }
 
     @Test
     void noSandboxProcessOutlivesItsPolicyWhenItsPodEnds() {
-        try (LifecycleMatrix matrix = LifecycleMatrix.start(sandboxd.k8s(), sandboxd.k8s().pods()
-                .inNamespace(outside.namespace()).withName("outside").get())) {
-            matrix.control("pod of another namespace", outside, "outside", 2);
-            matrix.control("agent pod (client namespace)", client, "agent", 2);
+        sandboxd = Sandboxd.get();
+        try (LifecycleMatrix matrix = LifecycleMatrix.start(sandboxd.k8s(), "lifecycle")) {
             List<CompletableFuture<Void>> attacks = new ArrayList<>();
             for (int i = 1; i <= 2; i++) {
                 int n = i;
                 attacks.add(CompletableFuture.runAsync(() -> snippet(matrix, "snippet " + n)));
                 attacks.add(CompletableFuture.runAsync(() -> tool(matrix, "tool call " + n, sandboxd.token())));
                 attacks.add(CompletableFuture.runAsync(() -> mcpSession(matrix, "MCP session " + n)));
+                attacks.add(CompletableFuture.runAsync(() -> forceDeletedSession(matrix, n)));
             }
             attacks.add(CompletableFuture.runAsync(() -> tool(matrix, "tool call of egress profile weather",
                     sandboxd.minter().mint("e2e-lifecycle", "e2e-agent", Sandboxd.AGENT_IMAGE, "sandboxd",
                                            Duration.ofMinutes(10), null, "weather"))));
-            for (int i = 1; i <= 2; i++) {
-                int n = i;
-                attacks.add(CompletableFuture.runAsync(() -> forceDeletedSession(matrix, n)));
-            }
             CompletableFuture.allOf(attacks.toArray(CompletableFuture[]::new)).join();
             long leaked = matrix.assertHolds("sandbox pods ending");
             System.out.println("[e2e] lifecycle: sandboxes attacked from nodes " + matrix.sandboxNodes()
-                    + "; a session pod force-deleted (the defence removed) got " + leaked
+                    + "; the pods force-deleted by the test (the defence removed) got " + leaked
                     + " packets through closed cells");
         }
     }

@@ -15,7 +15,6 @@ import io.sandboxd.e2e.support.LocalNodes;
 import io.sandboxd.e2e.support.McpSession;
 import io.sandboxd.e2e.support.RunsAlone;
 import io.sandboxd.e2e.support.Sandboxd;
-import io.sandboxd.e2e.support.TestPods;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.fabric8.kubernetes.api.model.Node;
@@ -57,10 +56,7 @@ class LifecycleFaultsIT {
         Sandboxd sandboxd = Sandboxd.reconnect();
         KubernetesClient k8s = sandboxd.k8s();
         List<Node> nodes = Attacks.nodes(k8s);
-        try (TestPods outside = TestPods.inFreshNamespace(k8s, "e2e-lifecycle-faults", Map.of("e2e", "lifecycle"));
-             LifecycleMatrix matrix = LifecycleMatrix.start(k8s, outside.startSleeper("outside", Map.of("role",
-                     "outside"), TestPods::mayPing))) {
-            matrix.control("pod of another namespace", outside, "outside", 2);
+        try (LifecycleMatrix matrix = LifecycleMatrix.start(k8s, "lifecycle-faults")) {
             List<McpSession> sessions = new ArrayList<>();
             List<CompletableFuture<Void>> toolCalls = new ArrayList<>();
             Map<String, Source> sessionOn = new java.util.TreeMap<>();

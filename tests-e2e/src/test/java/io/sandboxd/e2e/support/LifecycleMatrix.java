@@ -121,6 +121,8 @@ public final class LifecycleMatrix implements AutoCloseable {
     private final Map<String, Pod> lastSeen = new ConcurrentHashMap<>();
     private final Map<String, Long> goneAt = new ConcurrentHashMap<>();
 
+    private final List<TestPods> controls = new ArrayList<>();
+
     private LifecycleMatrix(KubernetesClient k8s, List<Destination> destinations, List<PacketRecorder> recorders) {
         this.k8s = k8s;
         this.destinations = destinations;
@@ -145,14 +147,33 @@ public final class LifecycleMatrix implements AutoCloseable {
     }
 
     /**
+     * Starts the matrix with its two control pods, each in a namespace of its own ({@code e2e-NAME-outside}, which no
+     * sandbox policy admits, and {@code e2e-NAME-client}, a client namespace of sandboxd's), both allowed to ping:
+     * a recorder at every destination, then each control sprays for two seconds.
+     *
+     * @param k8s  client
+     * @param name the test's name for its namespaces
+     * @return the matrix, every recorder ready and every control heard
+     */
+    public static LifecycleMatrix start(KubernetesClient k8s, String name) {
+        TestPods outside = TestPods.inFreshNamespace(k8s, "e2e-" + name + "-outside", Map.of("e2e", name));
+        TestPods client = TestPods.inFreshNamespace(k8s, "e2e-" + name + "-client",
+                                                    Map.of("e2e", name, "sandboxd.io/client", "true"));
+        LifecycleMatrix matrix = recordingAt(k8s, outside.startSleeper("outside", Map.of("role", "outside"),
+                                                                      TestPods::mayPing));
+        matrix.controls.add(outside);
+        matrix.controls.add(client);
+        client.startSleeper("agent", Map.of("role", "agent"), TestPods::mayPing);
+        matrix.control("pod of another namespace", outside, "outside", 2);
+        matrix.control("agent pod (client namespace)", client, "agent", 2);
+        return matrix;
+    }
+
+    /**
      * Starts a recorder at every destination: a pod of another namespace (on runc), a sandboxd replica, every node,
      * and the simulated public, metadata and private targets.
-     *
-     * @param k8s   client
-     * @param other a running pod of a namespace no sandbox policy admits
-     * @return the matrix, every recorder ready
      */
-    public static LifecycleMatrix start(KubernetesClient k8s, Pod other) {
+    private static LifecycleMatrix recordingAt(KubernetesClient k8s, Pod other) {
         List<Destination> destinations = new ArrayList<>();
         List<PacketRecorder> recorders = new ArrayList<>();
         List<Channel> pod = List.of(new Channel("tcp", 8080), new Channel("udp", 123), new Channel("icmp", 0));
@@ -213,13 +234,8 @@ public final class LifecycleMatrix implements AutoCloseable {
         return source;
     }
 
-    /**
-     * A control pod sprays for {@code seconds} in the foreground (its own network namespace, no sandbox policy).
-     *
-     * @param pods the pod's namespace
-     * @param pod  its name
-     */
-    public void control(String name, TestPods pods, String pod, int seconds) {
+    /** A control pod sprays for {@code seconds} in the foreground (its own network namespace, no sandbox policy). */
+    private void control(String name, TestPods pods, String pod, int seconds) {
         Source source = source(name, Role.CONTROL);
         long from = System.currentTimeMillis();
         ExecResult r = pods.python(pod, sprayer(List.of("inline"), seconds, seconds));
@@ -411,5 +427,6 @@ public final class LifecycleMatrix implements AutoCloseable {
     public void close() {
         recorders.forEach(PacketRecorder::close);
         sandboxes.close();
+        controls.forEach(TestPods::close);
     }
 }
