@@ -27,6 +27,7 @@ import org.junit.jupiter.api.Test;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Issue 42: the windows a sandbox's policy could open while the cluster around it changes, attacked as phases of the
@@ -84,15 +85,14 @@ class LifecycleFaultsIT {
             matrix.phaseOfEverySandbox("policy being updated", update, System.currentTimeMillis());
 
             CompletableFuture.allOf(toolCalls.toArray(CompletableFuture[]::new)).join();
-            if (nodes.size() > 1) {
-                kubeletStopped(sandboxd, matrix, nodes.get(1).getMetadata().getName(),
-                               sessionOn.get(nodes.get(1).getMetadata().getName()));
-            }
+            String kept = nodes.size() < 2 ? null : kubeletStopped(sandboxd, matrix,
+                    nodes.get(1).getMetadata().getName(), sessionOn.get(nodes.get(1).getMetadata().getName()));
             for (McpSession session : sessions) {
                 session.end();
             }
             matrix.assertHolds("enforcer restarted, tool policy rewritten" + (nodes.size() > 1
                     ? ", a kubelet stopped until its node's pods were deleted" : ""));
+            assertTrue(kept == null || kept.isEmpty(), "a NotReady node's pod is deleted, its object kept: " + kept);
         }
     }
 
@@ -164,7 +164,7 @@ class LifecycleFaultsIT {
      * The node's kubelet stopped under a spraying session: through NotReady and sandboxd's delete of its pods (their
      * objects and rules stay until a kubelet confirms the containers stopped), ten seconds more, then the kubelet back.
      */
-    private static void kubeletStopped(Sandboxd sandboxd, LifecycleMatrix matrix, String node, Source session)
+    private static String kubeletStopped(Sandboxd sandboxd, LifecycleMatrix matrix, String node, Source session)
             throws InterruptedException {
         KubernetesClient k8s = sandboxd.k8s();
         String pod = session.pod();
@@ -173,18 +173,20 @@ class LifecycleFaultsIT {
         LocalNodes.node("freeze", local);
         long notReady;
         long deleting;
+        String kept = "";
         try {
             notReady = await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(500))
                     .until(() -> ready(k8s, node) ? null : System.currentTimeMillis(), t -> t != null);
             session.phase("kubelet stopped, node still Ready", stopped, notReady);
             deleting = await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(250))
-                    .until(() -> matrix.deleting(pod).isPresent() ? System.currentTimeMillis() : null,
-                           t -> t != null);
+                    .until(() -> matrix.deleting(pod).isPresent() || matrix.gone(pod) ? System.currentTimeMillis()
+                            : null, t -> t != null);
             session.phase("node NotReady", notReady, deleting);
             Thread.sleep(10_000);
             Pod still = k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(pod).get();
-            assertEquals(true, still != null && still.getMetadata().getDeletionTimestamp() != null,
-                         "the pod of the NotReady node is being deleted and its object stays: " + still);
+            if (still == null || still.getMetadata().getDeletionTimestamp() == null) {
+                kept = "its session pod " + pod + " is " + (still == null ? "gone" : "not being deleted");
+            }
             session.phase("node NotReady, pod deleted, kubelet still stopped", deleting, System.currentTimeMillis());
         } finally {
             LocalNodes.node("thaw", local);
@@ -198,6 +200,7 @@ class LifecycleFaultsIT {
         System.out.printf("[e2e] lifecycle: %s's kubelet stopped; NotReady after %.0f s, its session pod deleted %.0f s"
                 + " later and kept until the kubelet came back; gone %.1f s after that%n", node,
                 (notReady - stopped) / 1e3, (deleting - notReady) / 1e3, (gone - back) / 1e3);
+        return kept;
     }
 
     private static boolean ready(KubernetesClient k8s, String name) {

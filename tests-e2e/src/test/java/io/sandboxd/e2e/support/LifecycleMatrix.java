@@ -278,6 +278,12 @@ public final class LifecycleMatrix implements AutoCloseable {
                                                                                   at -> at != null);
     }
 
+    /** @return whether the sandbox pod named is gone from the API server (as the informer saw it) */
+    public boolean gone(String name) {
+        Pod pod = lastSeen.get(name);
+        return pod != null && goneAt.containsKey(pod.getMetadata().getUid());
+    }
+
     /** @return when the informer saw the pod named get its deletionTimestamp, if it did */
     public Optional<Pod> deleting(String name) {
         return Optional.ofNullable(lastSeen.get(name)).filter(p -> p.getMetadata().getDeletionTimestamp() != null);
