@@ -48,7 +48,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Tag("faults")
 class LifecycleFaultsIT {
     private static final int SPRAY_SECONDS = 400;
-    private static final int TOOL_CALL_SECONDS = 45;
+    private static final int TOOL_CALL_SECONDS = 35;
     /** Added to the tool policy's blocked list and taken out again: a range no test aims at (TEST-NET-1). */
     private static final String EXTRA_BLOCKED = "192.0.2.0/24";
 
