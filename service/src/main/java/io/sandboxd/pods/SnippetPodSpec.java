@@ -4,6 +4,9 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import io.sandboxd.config.SecuritySettings;
 import io.sandboxd.config.SnippetSettings;
@@ -27,6 +30,10 @@ public final class SnippetPodSpec {
     public static final String WORKDIR = "/workspace";
     /** {@code generateName} of pool pods. */
     public static final String GENERATE_NAME = "sandbox-";
+    private static final String SESSION_INFIX = "s-";
+    /** A session pod's name: the session hash (32 hex digits), then {@code -<generation>} from generation 1 on. */
+    private static final Pattern SESSION_POD_NAME = Pattern.compile(
+            Pattern.quote(GENERATE_NAME + SESSION_INFIX) + "([0-9a-f]{32})(?:-[1-9][0-9]*)?");
 
     private final String namespace;
     private final SnippetSettings snippet;
@@ -90,9 +97,7 @@ public final class SnippetPodSpec {
     }
 
     /**
-     * A D4 session pod. Its name is derived from the session hash so that two replicas racing to create it collide
-     * on the name (409) instead of creating two interpreters for one session. It is never part of the pool: it is
-     * born claimed and runs the executor in session mode ({@code SANDBOX_SESSION=true}).
+     * A D4 session pod of generation 0 ({@link #sessionPod(String, int, String, Map)}).
      *
      * @param sessionHash  label-safe hash of project and session id
      * @param claimedBy    {@code <replica-id>/<request-id>}
@@ -100,22 +105,66 @@ public final class SnippetPodSpec {
      * @return the desired pod
      */
     public Pod sessionPod(String sessionHash, String claimedBy, Map<String, String> annotations) {
+        return sessionPod(sessionHash, 0, claimedBy, annotations);
+    }
+
+    /**
+     * A D4 session pod. Its name is derived from the session hash and a generation ({@link #sessionPodName(String,
+     * int)}) so that two replicas racing to create the session's next pod collide on the name (409) instead of creating
+     * two interpreters for one session; the generation lets the session go on on a new pod while an old one of it is
+     * still being deleted. It is never part of the pool: it is born claimed and runs the executor in session mode
+     * ({@code SANDBOX_SESSION=true}).
+     *
+     * @param sessionHash  label-safe hash of project and session id
+     * @param generation   the session's generation (0 or more)
+     * @param claimedBy    {@code <replica-id>/<request-id>}
+     * @param annotations  further annotations (project, agent, last use)
+     * @return the desired pod
+     */
+    public Pod sessionPod(String sessionHash, int generation, String claimedBy, Map<String, String> annotations) {
         Map<String, String> labels = baseLabels();
         labels.put(SandboxLabels.STATE, SandboxLabels.STATE_CLAIMED);
         labels.put(SandboxLabels.SESSION, sessionHash);
         Map<String, String> allAnnotations = new LinkedHashMap<>(annotations);
         allAnnotations.put(SandboxLabels.CLAIMED_BY, claimedBy);
-        return build(sessionPodName(sessionHash), labels, allAnnotations, true);
+        return build(sessionPodName(sessionHash, generation), labels, allAnnotations, true);
     }
 
     /**
-     * Name of the pod of a session.
+     * Name of the pod of a session, generation 0.
      *
      * @param sessionHash label-safe hash of project and session id
      * @return pod name
      */
     public static String sessionPodName(String sessionHash) {
-        return GENERATE_NAME + "s-" + sessionHash;
+        return sessionPodName(sessionHash, 0);
+    }
+
+    /**
+     * Name of a pod of a session: {@code sandbox-s-<hash>} for generation 0 (the name every session pod had before
+     * generations), {@code sandbox-s-<hash>-<generation>} after.
+     *
+     * @param sessionHash label-safe hash of project and session id
+     * @param generation  0 or more
+     * @return pod name
+     */
+    public static String sessionPodName(String sessionHash, int generation) {
+        if (generation < 0) {
+            throw new IllegalArgumentException("a session pod's generation is 0 or more: " + generation);
+        }
+        String name = GENERATE_NAME + SESSION_INFIX + sessionHash;
+        return generation == 0 ? name : name + "-" + generation;
+    }
+
+    /**
+     * The session of a session pod, read from its name (which {@link #sessionPodName(String, int)} made).
+     *
+     * @param podName a pod name
+     * @return the session hash it was named for; empty for a name no session pod has
+     */
+    public static Optional<String> sessionHashOf(String podName) {
+        Matcher name = SESSION_POD_NAME.matcher(podName);
+        return name.matches() ? Optional.of(name.group(1)) : Optional.empty();
     }
 
     private Map<String, String> baseLabels() {

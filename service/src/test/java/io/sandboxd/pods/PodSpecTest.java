@@ -116,6 +116,26 @@ class PodSpecTest {
     }
 
     @Test
+    void aSessionsLaterGenerationsAreNamedAfterItsHashAndTheGeneration() {
+        String hash = "0123456789abcdef0123456789abcdef";
+        Pod pod = new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT)
+                .sessionPod(hash, 2, "replica-1/req-1", Map.of());
+        assertEquals("sandbox-s-" + hash + "-2", pod.getMetadata().getName());
+        assertEquals(hash, pod.getMetadata().getLabels().get("sandboxd.io/session"));
+        assertEquals("sandbox-s-" + hash, SnippetPodSpec.sessionPodName(hash, 0), "generation 0: the name as ever");
+        assertEquals("sandbox-s-" + hash + "-1", SnippetPodSpec.sessionPodName(hash, 1));
+        for (int generation : new int[] {0, 1, 12}) {
+            assertEquals(java.util.Optional.of(hash),
+                         SnippetPodSpec.sessionHashOf(SnippetPodSpec.sessionPodName(hash, generation)));
+        }
+        for (String other : List.of("sandbox-abcde", "sandbox-s-" + hash + "-0", "sandbox-s-" + hash + "-",
+                                    "sandbox-s-0123", "tool-" + hash)) {
+            assertEquals(java.util.Optional.empty(), SnippetPodSpec.sessionHashOf(other), other);
+        }
+        assertThrows(IllegalArgumentException.class, () -> SnippetPodSpec.sessionPodName(hash, -1));
+    }
+
+    @Test
     void toolPodIsHardenedAndGetsDns() {
         Pod pod = new ToolPodSpec("cai-sandbox", TestSettings.TOOL, TestSettings.RUNTIME_DEFAULT, TestSettings.SNIPPET.image())
                 .pod("localhost:30500/agents/my-agent:abc123", "Team Blue/Prod!", "analyst", "req-7", TestSettings.BUDGET.toolPodDeadline(30));

@@ -6,10 +6,15 @@ import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -18,7 +23,6 @@ import java.util.logging.Logger;
 
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
-import io.sandboxd.kube.PendingCreates;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.limits.ProjectLimit;
@@ -34,16 +38,25 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 
 /**
  * D4 sessions: every run with the same session id from the same project uses one dedicated pod, created on demand
- * from the snippet pod spec in session mode, destroyed by the pool leader once idle. The pod is found by name and
- * label from the informer, so any replica can serve a session; its name is derived from a hash of project and session
- * id, so two replicas creating it at once collide (409) instead of making two. The key includes the project, so a
- * session is never shared across projects. Runs of one session are serialised within a replica.
+ * from the snippet pod spec in session mode, destroyed by the pool leader once idle. The session's pods are found by
+ * their label ({@link SandboxLabels#SESSION}, a hash of project and session id) from the informer, so any replica can
+ * serve a session. The key includes the project, so a session is never shared across projects. Runs of one session are
+ * serialised within a replica (keyed by the session, whichever pod it is on).
  *
- * <p>Bounds: a project may have at most {@link Bounds#maxPerProject} session pods (counted from the informer, so across
- * replicas; a new session beyond that is refused with 429 naming {@code limits.perProject.sessions}); a session takes
- * no run once it is {@link Bounds#maxLifetime} old (counted from its pod's {@code claimed-at}): the next run of that
- * session id deletes the old pod and starts a fresh session, as after the idle timeout, and the leader deletes an old
- * pod nobody uses ({@link io.sandboxd.pool.control.PoolReconciler}).
+ * <p>Generations: a pod that can take no more run (being deleted, finished, on a down node, marked expiring, past its
+ * lifetime) is deleted gracefully, and its object stays until its kubelet confirms its end: a second or two, or, on a
+ * node that is lost, until the node is back or known gone. The session does not wait for it: its next run gets a new
+ * pod under the next name ({@link SnippetPodSpec#sessionPodName(String, int)}), {@code sandbox-s-<hash>-<n>} with
+ * {@code n} the lowest generation whose name no pod of the session in the informer holds ({@code sandbox-s-<hash>},
+ * generation 0, when it has none). Replicas that see the same pods choose the same name, so two creating the session's
+ * next pod at once collide on it (409) instead of making two; the one that loses uses the winner's.
+ *
+ * <p>Bounds: a project may have at most {@link Bounds#maxPerProject} sessions (counted from the informer, so across
+ * replicas, a session once however many pods it has, those being deleted or marked expiring not at all; a new session
+ * beyond that is refused with 429 naming {@code limits.perProject.sessions}); a session takes no run once it is
+ * {@link Bounds#maxLifetime} old (counted from its pod's {@code claimed-at}): the next run of that session id deletes
+ * the old pod and starts a fresh session on a new one, as after the idle timeout, and the leader deletes an old pod
+ * nobody uses ({@link io.sandboxd.pool.control.PoolReconciler}).
  */
 public final class SessionPods {
 
@@ -53,6 +66,9 @@ public final class SessionPods {
     private static final Duration PENDING_CREATE_EXPIRY = Duration.ofSeconds(60);
     /** The leader deletes expired session pods on its passes; a retry should come after the next one. */
     private static final Duration REAP_LAG = Duration.ofSeconds(5);
+    /** Of two pods of a session that could both take its run (a race's leftover), the older is used. */
+    private static final Comparator<Pod> OLDEST_FIRST = Comparator.comparing(PodStates::createdAt)
+            .thenComparing(pod -> pod.getMetadata().getName());
 
     /**
      * Bounds of sessions.
@@ -66,6 +82,10 @@ public final class SessionPods {
     public record Bounds(int maxPerProject, Duration idleAfter, Duration maxLifetime, Duration podDeadline) {
     }
 
+    /** A session pod this replica created and the informer does not show yet. */
+    private record PendingSession(String hash, String project, Instant at) {
+    }
+
     private final PodCache cache;
     private final PodWrites writes;
     private final SnippetPodSpec spec;
@@ -75,12 +95,14 @@ public final class SessionPods {
     private final Duration readyWait;
     private final Duration lockWait;
     private final Bounds bounds;
+    /** Each session's turn, by session hash, while a run holds or awaits it. */
     private final Map<String, SessionLock> locks = new ConcurrentHashMap<>();
     /**
-     * Session pods this replica is creating, by project, until the informer shows them; counted in with a project's
-     * sessions under {@code this}.
+     * Session pods this replica is creating, by pod name, until the informer shows them (as {@link
+     * io.sandboxd.kube.PendingCreates} keeps them, but counted by session); counted in with a project's sessions.
+     * Guarded by {@code this}.
      */
-    private final PendingCreates<String> pending = new PendingCreates<>(PENDING_CREATE_EXPIRY);
+    private final Map<String, PendingSession> pending = new HashMap<>();
 
     /**
      * @param cache     snippet pod informer
@@ -143,8 +165,7 @@ public final class SessionPods {
      */
     public ClaimedPod claim(String project, String agent, String sessionId, String requestId) {
         String hash = sessionHash(project, sessionId);
-        String name = SnippetPodSpec.sessionPodName(hash);
-        SessionLock lock = locks.compute(name, (k, v) -> v == null ? new SessionLock() : v.retain());
+        SessionLock lock = locks.compute(hash, (k, v) -> v == null ? new SessionLock() : v.retain());
         boolean claimed = false;
         try {
             if (!lock.turn.tryAcquire(lockWait.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -164,7 +185,7 @@ public final class SessionPods {
             throw new FailedRun(new Failure.NoWarmPod());
         } finally {
             if (!claimed) {
-                forget(name);
+                forget(hash);
             }
         }
     }
@@ -179,24 +200,38 @@ public final class SessionPods {
         try {
             touch(podName);
         } finally {
-            SessionLock lock = locks.get(podName);
-            if (lock != null) {
-                lock.turn.release();
-            }
-            forget(podName);
+            SnippetPodSpec.sessionHashOf(podName).ifPresent(hash -> {
+                SessionLock lock = locks.get(hash);
+                if (lock != null) {
+                    lock.turn.release();
+                }
+                forget(hash);
+            });
         }
     }
 
     /**
-     * Ends a session at once, as its client asked (an MCP session's {@code DELETE}): its pod is deleted, so its
-     * interpreter, variables and files are gone, and the next run with that session id starts a fresh one. A run under
-     * way in it ends with the pod (the contract's error at worst). Nothing happens when the session has no pod.
+     * Ends a session at once, as its client asked (an MCP session's {@code DELETE}): every pod of it is deleted
+     * (gracefully), so its interpreter, variables and files are gone, and the next run with that session id starts a
+     * fresh one, on a new pod, without waiting for the old one to go. A run under way in it ends with the pod (the
+     * contract's error at worst). Nothing happens when the session has no pod.
+     *
+     * <p>The pods are those the informer shows; one a replica has just created and the informer does not show yet
+     * would be under the name the session's next pod takes in this view (generation 0 when the informer shows none,
+     * as every session's first pod): that name is deleted too, whether or not a pod holds it.
      *
      * @param project   project from the token
      * @param sessionId session id
      */
     public void end(String project, String sessionId) {
-        writes.delete(SnippetPodSpec.sessionPodName(sessionHash(project, sessionId)));
+        String hash = sessionHash(project, sessionId);
+        List<Pod> pods = podsOf(hash);
+        for (Pod pod : pods) {
+            if (!PodStates.isDeleting(pod)) {
+                writes.delete(pod.getMetadata().getName());
+            }
+        }
+        writes.delete(SnippetPodSpec.sessionPodName(hash, nextGeneration(hash, pods)));
     }
 
     /**
@@ -208,33 +243,32 @@ public final class SessionPods {
         writes.delete(podName);
     }
 
-    private void forget(String name) {
-        locks.computeIfPresent(name, (k, v) -> v.release() ? null : v);
+    private void forget(String hash) {
+        locks.computeIfPresent(hash, (k, v) -> v.release() ? null : v);
     }
 
     private ClaimedPod acquire(String hash, String project, String agent, String requestId)
             throws InterruptedException {
-        String name = SnippetPodSpec.sessionPodName(hash);
         Instant deadline = clock.instant().plus(readyWait);
         for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-            Optional<Pod> current = cache.pod(name);
-            if (current.isPresent() && !usable(current.get(), hash)) {
-                // Expiring, finished, on a down node or being deleted: deleted (once, gracefully), then awaited until
-                // gone, and created afresh under the same name. One on a down node stays Terminating, its policy with
-                // it, until its node is back (its kubelet ends it) or known gone (the leader force-deletes it): the
-                // session gets no pod meanwhile, never a second one beside it.
-                if (!PodStates.isDeleting(current.get())) {
-                    writes.delete(name);
+            List<Pod> pods = podsOf(hash);
+            // Those that can take no run (expiring, finished, on a down node) are deleted, once, gracefully. Each stays
+            // Terminating, its policy with it, until its kubelet confirms its end (one on a lost node: until the node
+            // is back or known gone, and the leader force-deletes it); the session goes on on another pod meanwhile.
+            for (Pod pod : pods) {
+                if (!PodStates.isDeleting(pod) && !usable(pod, hash)) {
+                    writes.delete(pod.getMetadata().getName());
                 }
-                if (cache.await(() -> cache.pod(name).isEmpty() ? Optional.of(true) : Optional.empty(),
-                                remaining(deadline)).isEmpty()) {
-                    break;
-                }
-                current = Optional.empty();
             }
-            if (current.isEmpty()) {
+            Optional<Pod> current = pods.stream().filter(pod -> usable(pod, hash)).min(OLDEST_FIRST);
+            String name;
+            if (current.isPresent()) {
+                name = current.get().getMetadata().getName();
+            } else {
+                int generation = nextGeneration(hash, pods);
+                name = SnippetPodSpec.sessionPodName(hash, generation);
                 countIn(hash, name, project);
-                create(hash, name, project, agent, requestId);
+                create(hash, generation, name, project, agent, requestId);
             }
             Optional<Pod> ready = cache.await(() -> cache.pod(name).filter(p -> PodStates.isReady(p)
                     || !usable(p, hash)), remaining(deadline));
@@ -242,7 +276,7 @@ public final class SessionPods {
                 break;
             }
             if (!usable(ready.get(), hash)) {
-                continue;
+                continue; // it went (or was another's, not usable): the next attempt takes the next generation
             }
             Pod touched = mark(ready.get(), PoolMarks::runStarted);
             if (touched != null) {
@@ -255,10 +289,34 @@ public final class SessionPods {
     }
 
     /**
+     * @return the pods of the session the informer shows, whatever their state
+     */
+    private List<Pod> podsOf(String hash) {
+        return cache.pods().stream().filter(pod -> hash.equals(PodStates.labels(pod).get(SandboxLabels.SESSION)))
+                .toList();
+    }
+
+    /**
+     * The generation of the session's next pod: the lowest whose name none of {@code pods} holds. Every replica that
+     * sees the same pods of the session chooses the same one, so that their creates collide.
+     */
+    private static int nextGeneration(String hash, List<Pod> pods) {
+        Set<String> held = new HashSet<>();
+        for (Pod pod : pods) {
+            held.add(pod.getMetadata().getName());
+        }
+        int generation = 0;
+        while (held.contains(SnippetPodSpec.sessionPodName(hash, generation))) {
+            generation++;
+        }
+        return generation;
+    }
+
+    /**
      * Whether a session's pod may take its next run. One on a down node may not (its interpreter is as good as lost): it
-     * is replaced, as one that finished is, and the session starts afresh, once the old pod's object is gone (its node
-     * back, or known gone; until then the session's runs find no pod). A run under way on it when the node went down
-     * is answered with the lost pod's error ({@link io.sandboxd.kube.PodLoss}).
+     * is replaced, as one that finished is, and the session starts afresh on a new pod at once, while the old pod's
+     * object stays until its node is back or known gone. A run under way on it when the node went down is answered
+     * with the lost pod's error ({@link io.sandboxd.kube.PodLoss}).
      */
     private boolean usable(Pod pod, String hash) {
         return !PodStates.isDeleting(pod) && !PodStates.isTerminal(pod) && cache.downNodeOf(pod).isEmpty()
@@ -268,54 +326,66 @@ public final class SessionPods {
     }
 
     /**
-     * Counts a new session of {@code project} in, or refuses it with 429 when the project already has its maximum.
-     * Its own session's old pod (being replaced) is not counted; pods being deleted or marked expiring are not either.
+     * Counts a new pod of a session of {@code project} in, or refuses it with 429 when it would open a session beyond
+     * the project's maximum. Sessions are counted, not pods: the project's other sessions that have a pod neither being
+     * deleted nor marked expiring, each once, and those this replica is creating a pod for that the informer does not
+     * show yet. This session is not counted (its old pod, being replaced, is no new session).
      */
     private synchronized void countIn(String hash, String name, String project) {
         Instant now = clock.instant();
-        pending.forgetShownOrExpired(pendingName -> cache.pod(pendingName).isPresent(), now);
+        pending.entrySet().removeIf(entry -> cache.pod(entry.getKey()).isPresent()
+                || entry.getValue().at().plus(PENDING_CREATE_EXPIRY).isBefore(now));
         if (bounds.maxPerProject() > 0) {
-            int open = 0;
+            Set<String> open = new HashSet<>();
             Instant soonestEnd = null;
             for (Pod pod : cache.pods()) {
-                Map<String, String> labels = PodStates.labels(pod);
-                if (!labels.containsKey(SandboxLabels.SESSION) || hash.equals(labels.get(SandboxLabels.SESSION))
+                String session = PodStates.labels(pod).get(SandboxLabels.SESSION);
+                if (session == null || hash.equals(session)
                         || !project.equals(PodStates.annotations(pod).get(SandboxLabels.PROJECT_ANNOTATION))
                         || PodStates.isDeleting(pod) || PodStates.annotations(pod).containsKey(SandboxLabels.EXPIRING)) {
                     continue;
                 }
-                open++;
+                open.add(session);
                 Instant idleEnd = PodStates.lastUsedAt(pod).plus(bounds.idleAfter());
                 Instant lifeEnd = PodStates.claimedAt(pod).plus(bounds.maxLifetime());
                 Instant end = idleEnd.isBefore(lifeEnd) ? idleEnd : lifeEnd;
                 soonestEnd = soonestEnd == null || end.isBefore(soonestEnd) ? end : soonestEnd;
             }
-            open += pending.count(project, name); // not this session's own earlier attempt
-            if (open >= bounds.maxPerProject()) {
+            for (PendingSession creating : pending.values()) {
+                if (creating.project().equals(project) && !creating.hash().equals(hash)) {
+                    open.add(creating.hash());
+                }
+            }
+            if (open.size() >= bounds.maxPerProject()) {
                 // Retry once the project's next session to close (idle or too old) has been reaped.
                 long retryAfter = soonestEnd == null ? 1
                         : Duration.between(now, soonestEnd.plus(REAP_LAG)).toSeconds() + 1;
-                throw ProjectLimit.SESSIONS.exceeded(project, open, retryAfter);
+                throw ProjectLimit.SESSIONS.exceeded(project, open.size(), retryAfter);
             }
         }
-        pending.created(name, project, now);
+        pending.put(name, new PendingSession(hash, project, now));
     }
 
-    private void create(String hash, String name, String project, String agent, String requestId) {
+    /** The create of a session pod failed: the informer will never show it. */
+    private synchronized void createFailed(String name) {
+        pending.remove(name);
+    }
+
+    private void create(String hash, int generation, String name, String project, String agent, String requestId) {
         Map<String, String> annotations = new LinkedHashMap<>();
         annotations.put(SandboxLabels.PROJECT_ANNOTATION, project);
         annotations.put(SandboxLabels.AGENT_ANNOTATION, agent);
         annotations.put(SandboxLabels.CLAIMED_AT, clock.instant().toString());
         annotations.put(SandboxLabels.LAST_USED_AT, Long.toString(clock.millis()));
         try {
-            writes.create(new PodBuilder(spec.sessionPod(hash, replicaId + "/" + requestId, annotations))
+            writes.create(new PodBuilder(spec.sessionPod(hash, generation, replicaId + "/" + requestId, annotations))
                                   .editSpec().withActiveDeadlineSeconds(bounds.podDeadline().toSeconds()).endSpec()
                                   .build());
             counters.podCreated();
             LOGGER.info("created session pod " + name);
         } catch (KubernetesClientException e) {
             if (e.getCode() != 409) {
-                pending.createFailed(name);
+                createFailed(name);
                 throw new FailedRun(new Failure.NoWarmPod());
             }
             // Another replica created it first: use that one.

@@ -6,13 +6,16 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.UnaryOperator;
 
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
@@ -32,8 +35,10 @@ import io.sandboxd.pool.PoolCounters;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.mockwebserver.http.RecordedRequest;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -42,6 +47,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -57,6 +63,8 @@ class SessionPodsTest {
     /** The chart's defaults: 8 sessions per project, 300 s idle, one hour at most. */
     static final Duration DEADLINE = Duration.ofHours(2);
     static final SessionPods.Bounds BOUNDS = new SessionPods.Bounds(8, Duration.ofSeconds(300), Duration.ofHours(1), DEADLINE);
+    /** A finalizer standing in for a kubelet that has not confirmed a deleted pod's end. */
+    static final String NO_KUBELET = "test.sandboxd.io/no-kubelet";
 
     KubernetesClient client;
     KubernetesMockServer server;
@@ -180,22 +188,27 @@ class SessionPodsTest {
         String uid = client.pods().inNamespace(NS).withName(name).get().getMetadata().getUid();
         setAnnotation(name, SandboxLabels.CLAIMED_AT, Instant.now().minusSeconds(601).toString());
 
-        assertEquals(name, runIn("proj-a", "conv-old"), "a session keeps its name");
-        Pod fresh = client.pods().inNamespace(NS).withName(name).get();
-        assertNotEquals(uid, fresh.getMetadata().getUid(), "the old pod was replaced by a fresh one");
+        TestDeletes.taken(server);
+        String next = runIn("proj-a", "conv-old");
+        assertEquals(SnippetPodSpec.sessionPodName(SessionPods.sessionHash("proj-a", "conv-old"), 1), next,
+                     "the fresh session's pod is the session's next generation: no wait for the old one to go");
+        assertEquals(List.of(1L), TestDeletes.gracesOf(server, name), "the old pod deleted once, gracefully");
+        assertTrue(cache.await(() -> cache.pod(name).isEmpty() ? Optional.of(true) : Optional.empty(),
+                               Duration.ofSeconds(5)).isPresent(), "the old pod gone (no kubelet here to wait for)");
+        assertNotEquals(uid, client.pods().inNamespace(NS).withName(next).get().getMetadata().getUid());
+        assertEquals(next, runIn("proj-a", "conv-old"), "the session goes on on its new pod");
         assertEquals(2, counters.createdTotal());
     }
 
     /**
      * Issue 25: a session whose pod's node is down does not get that pod for its next run (it would hang on a dead
-     * address): the pod is deleted at once, and the session starts afresh on another pod, as after its pod ended, once
-     * the old one is gone. Issue 42: that delete is graceful (grace 1), sent once; the old pod's object, and so its
-     * NetworkPolicy, stays until a kubelet confirms it stopped (here a finalizer stands in for the kubelet that never
-     * does), and meanwhile the session gets no pod (no second pod beside it under its name); it gets a fresh one as soon
-     * as the old object is gone (its node back, or known gone and the leader force-deleted it).
+     * address): the pod is deleted, and the session starts afresh on another pod. Issue 42: that delete is graceful
+     * (grace 1), sent once; the old pod's object, and so its NetworkPolicy, stays until a kubelet confirms it stopped
+     * (here a finalizer stands in for the kubelet that never does). The session does not wait for it: its next run
+     * gets the session's next generation ({@code sandbox-s-<hash>-1}) on a live node at once, beside the old pod.
      */
     @Test
-    void aSessionWhosePodsNodeIsDownStartsAfreshOnANewPodOnceTheOldOneIsGone() throws Exception {
+    void aSessionWhosePodsNodeIsDownGoesOnAtOnceOnItsNextGenerationWhileTheOldPodStaysTerminating() throws Exception {
         TestNodes.node(client, "node-s", "True", Instant.now());
         TestNodes.node(client, "node-t", "True", Instant.now());
         java.util.concurrent.atomic.AtomicReference<String> scheduleOn = new java.util.concurrent.atomic.AtomicReference<>("node-s");
@@ -216,48 +229,164 @@ class SessionPodsTest {
             SessionPods onNodeSessions = new SessionPods(onNodes, new PodWrites(client, NS, TestSeal.SEAL), spec,
                                                          counters, "replica-a", Clock.systemUTC(),
                                                          Duration.ofSeconds(10), Duration.ofSeconds(10), BOUNDS);
-            Future<Pod> first = threads.submit(() -> run(onNodeSessions, "proj-a", "conv-n", "req-1",
-                    claimed -> client.pods().inNamespace(NS).withName(claimed.name()).get()));
-            Pod before = first.get(20, TimeUnit.SECONDS);
+            String hash = SessionPods.sessionHash("proj-a", "conv-n");
+            Pod before = threads.submit(() -> run(onNodeSessions, "proj-a", "conv-n", "req-1",
+                    claimed -> client.pods().inNamespace(NS).withName(claimed.name()).get())).get(20, TimeUnit.SECONDS);
             String name = before.getMetadata().getName();
+            assertEquals(SnippetPodSpec.sessionPodName(hash), name, "a session's first pod: generation 0");
             TestNodes.await(() -> onNodes.pod(name)
                     .map(p -> "node-s".equals(p.getSpec().getNodeName())).orElse(false), "bound");
-            Pod bound = client.pods().inNamespace(NS).withName(name).get();
-            client.pods().inNamespace(NS).resource(new PodBuilder(bound).editMetadata()
-                    .addToFinalizers("test.sandboxd.io/no-kubelet").endMetadata().build()).update();
+            keep(name);
 
             TestNodes.node(client, "node-s", "Unknown", Instant.now());
             TestNodes.awaitDown(nodes, onNodes.pod(name).orElseThrow(), true);
             scheduleOn.set("node-t"); // the scheduler avoids the down node
-            SessionPods impatient = new SessionPods(onNodes, new PodWrites(client, NS, TestSeal.SEAL), spec, counters,
-                                                    "replica-a", Clock.systemUTC(), Duration.ofSeconds(1),
-                                                    Duration.ofSeconds(10), BOUNDS);
             TestDeletes.taken(server);
-            for (int attempt = 0; attempt < 2; attempt++) {
-                Future<Pod> refused = threads.submit(() -> run(impatient, "proj-a", "conv-n", "req-r",
-                        claimed -> client.pods().inNamespace(NS).withName(claimed.name()).get()));
-                ExecutionException e = assertThrows(ExecutionException.class, () -> refused.get(20, TimeUnit.SECONDS));
-                assertInstanceOf(Failure.NoWarmPod.class, ((FailedRun) e.getCause()).failure());
-            }
-            assertEquals(List.of(1L), TestDeletes.gracesOf(server, name), "deleted once, gracefully");
-            assertEquals(before.getMetadata().getUid(), client.pods().inNamespace(NS).withName(name).get()
-                    .getMetadata().getUid(), "the old pod stays, being deleted");
-
-            // Its end confirmed (the node back, or the leader's force delete once it is known gone): the object goes.
-            Pod deleting = client.pods().inNamespace(NS).withName(name).get();
-            client.pods().inNamespace(NS).resource(new PodBuilder(deleting).editMetadata().withFinalizers(List.of())
-                    .endMetadata().build()).update();
-            Future<Pod> second = threads.submit(() -> run(onNodeSessions, "proj-a", "conv-n", "req-2",
-                    claimed -> client.pods().inNamespace(NS).withName(claimed.name()).get()));
-            Pod after = second.get(20, TimeUnit.SECONDS);
-            assertEquals(before.getMetadata().getName(), after.getMetadata().getName(), "the session's own name");
-            assertNotEquals(before.getMetadata().getUid(), after.getMetadata().getUid(), "but a new pod");
+            Pod after = threads.submit(() -> run(onNodeSessions, "proj-a", "conv-n", "req-2",
+                    claimed -> client.pods().inNamespace(NS).withName(claimed.name()).get())).get(20, TimeUnit.SECONDS);
+            assertEquals(SnippetPodSpec.sessionPodName(hash, 1), after.getMetadata().getName(),
+                         "the session's next generation");
             assertEquals("node-t", onNodes.pod(after.getMetadata().getName()).orElseThrow().getSpec().getNodeName());
+            assertEquals(List.of(1L), TestDeletes.gracesOf(server, name), "the old pod deleted once, gracefully");
+            Pod old = client.pods().inNamespace(NS).withName(name).get();
+            assertEquals(before.getMetadata().getUid(), old.getMetadata().getUid(), "the old pod stays");
+            assertNotNull(old.getMetadata().getDeletionTimestamp(), "being deleted");
+
+            // The session's runs stay on the new pod, whether or not the old one is gone.
+            assertEquals(after.getMetadata().getName(), threads.submit(() -> run(onNodeSessions, "proj-a", "conv-n",
+                    "req-3", ClaimedPod::name)).get(20, TimeUnit.SECONDS));
+            unkeep(name); // its end confirmed (the node back, or the leader's force delete once it is known gone)
+            TestNodes.await(() -> onNodes.pod(name).isEmpty(), "the old pod gone");
+            assertEquals(after.getMetadata().getName(), threads.submit(() -> run(onNodeSessions, "proj-a", "conv-n",
+                    "req-4", ClaimedPod::name)).get(20, TimeUnit.SECONDS));
+            assertEquals(List.of(), TestDeletes.gracesOf(server, after.getMetadata().getName()));
             assertEquals(2, counters.createdTotal());
         } finally {
             onNodes.close();
             nodes.close();
         }
+    }
+
+    /**
+     * Replicas that see the same pods of a session choose the same name for its next pod: two creating it at once
+     * collide on it (409), and both runs use the one pod.
+     */
+    @Test
+    void twoReplicasCreatingASessionsNextPodAtOnceMakeOnePod() throws Exception {
+        int collisions = 0;
+        for (int round = 0; round < 3; round++) {
+            String sessionId = "conv-race-" + round;
+            String hash = SessionPods.sessionHash("proj-a", sessionId);
+            String old = runIn("proj-a", sessionId);
+            terminating(old);
+            SessionPods a = sessions("replica-a", BOUNDS);
+            SessionPods b = sessions("replica-b", BOUNDS);
+            CyclicBarrier start = new CyclicBarrier(2);
+            TestDeletes.taken(server);
+            long createdBefore = counters.createdTotal();
+            Future<String> runA = threads.submit(() -> {
+                start.await();
+                return run(a, "proj-a", sessionId, "req-a", ClaimedPod::name);
+            });
+            Future<String> runB = threads.submit(() -> {
+                start.await();
+                return run(b, "proj-a", sessionId, "req-b", ClaimedPod::name);
+            });
+            String next = SnippetPodSpec.sessionPodName(hash, 1);
+            assertEquals(next, runA.get(20, TimeUnit.SECONDS));
+            assertEquals(next, runB.get(20, TimeUnit.SECONDS));
+            assertEquals(createdBefore + 1, counters.createdTotal(), "one pod created");
+            int creates = creates(); // of the session's next pod: no other pod is created meanwhile
+            assertTrue(creates == 1 || creates == 2, "each replica tried at most once: " + creates);
+            collisions += creates - 1;
+            assertEquals(List.of(old, next), client.pods().inNamespace(NS).withLabel(SandboxLabels.SESSION, hash).list()
+                    .getItems().stream().map(p -> p.getMetadata().getName()).sorted().toList(),
+                         "the old pod, Terminating, and one new pod");
+            unkeep(old);
+        }
+        assertTrue(collisions > 0, "the replicas raced (both created, one got 409) at least once in three rounds");
+    }
+
+    /**
+     * An MCP session's {@code DELETE}: every pod of the session is deleted, gracefully, once; the session's next run
+     * gets a fresh pod at once, while the old ones are still Terminating.
+     */
+    @Test
+    void endingASessionDeletesEveryPodOfItAndItsNextRunGetsAFreshPodAtOnce() throws Exception {
+        String hash = SessionPods.sessionHash("proj-a", "conv-end");
+        String first = runIn("proj-a", "conv-end");
+        keep(first);
+        TestDeletes.taken(server);
+        sessions.end("proj-a", "conv-end");
+        // The pod, and the name its next pod would take (one the informer may not show yet).
+        assertEquals(List.of(new TestDeletes.Delete(first, 1L),
+                             new TestDeletes.Delete(SnippetPodSpec.sessionPodName(hash, 1), 1L)),
+                     TestDeletes.taken(server));
+        awaitDeleting(first);
+
+        String second = runIn("proj-a", "conv-end");
+        assertEquals(SnippetPodSpec.sessionPodName(hash, 1), second, "a fresh pod while the old one is Terminating");
+        keep(second);
+        // A race's leftover: a third pod of the session beside it.
+        String third = SnippetPodSpec.sessionPodName(hash, 2);
+        new PodWrites(client, NS, TestSeal.SEAL).create(spec.sessionPod(hash, 2, "replica-b/req", Map.of(
+                SandboxLabels.PROJECT_ANNOTATION, "proj-a")));
+        keep(third);
+        assertTrue(cache.await(() -> cache.pod(third).map(p -> true), Duration.ofSeconds(5)).isPresent());
+
+        TestDeletes.taken(server);
+        sessions.end("proj-a", "conv-end");
+        List<TestDeletes.Delete> deletes = TestDeletes.taken(server);
+        assertEquals(List.of(new TestDeletes.Delete(second, 1L), new TestDeletes.Delete(third, 1L),
+                             new TestDeletes.Delete(SnippetPodSpec.sessionPodName(hash, 3), 1L)),
+                     deletes.stream().sorted(java.util.Comparator.comparing(TestDeletes.Delete::pod)).toList(),
+                     "every pod not yet being deleted, once, gracefully");
+        awaitDeleting(second);
+        awaitDeleting(third);
+
+        String fourth = runIn("proj-a", "conv-end");
+        assertEquals(SnippetPodSpec.sessionPodName(hash, 3), fourth);
+        for (String name : List.of(first, second, third)) {
+            assertNotNull(client.pods().inNamespace(NS).withName(name).get().getMetadata().getDeletionTimestamp(),
+                          name + " still Terminating");
+        }
+
+        // Once they are gone, a session with no pod: its end deletes the name its first pod takes, as ever.
+        for (String name : List.of(first, second, third)) {
+            unkeep(name);
+        }
+        client.pods().inNamespace(NS).withName(fourth).delete();
+        assertTrue(cache.await(() -> cache.pods().isEmpty() ? Optional.of(true) : Optional.empty(),
+                               Duration.ofSeconds(5)).isPresent());
+        TestDeletes.taken(server);
+        sessions.end("proj-a", "conv-end");
+        assertEquals(List.of(new TestDeletes.Delete(SnippetPodSpec.sessionPodName(hash), 1L)),
+                     TestDeletes.taken(server));
+    }
+
+    /**
+     * The per-project bound counts sessions, not pods: a session with a pod being deleted and a new one, or (a race's
+     * leftover) two live pods, counts once.
+     */
+    @Test
+    void theProjectsBoundCountsASessionOnceWhateverPodsItHas() throws Exception {
+        sessions = sessions("replica-a", new SessionPods.Bounds(3, Duration.ofSeconds(300), Duration.ofHours(1), DEADLINE));
+        String hash = SessionPods.sessionHash("proj-a", "conv-1");
+        String old = runIn("proj-a", "conv-1");
+        terminating(old);
+        assertEquals(SnippetPodSpec.sessionPodName(hash, 1), runIn("proj-a", "conv-1"));
+        String leftover = SnippetPodSpec.sessionPodName(hash, 2);
+        new PodWrites(client, NS, TestSeal.SEAL).create(spec.sessionPod(hash, 2, "replica-b/req", Map.of(
+                SandboxLabels.PROJECT_ANNOTATION, "proj-a")));
+        assertTrue(cache.await(() -> cache.pod(leftover).map(p -> true), Duration.ofSeconds(5)).isPresent());
+        runIn("proj-a", "conv-2");
+        // conv-1 has three pods (one Terminating), conv-2 one: two sessions of three.
+        runIn("proj-a", "conv-3");
+
+        ExecutionException refused = assertThrows(ExecutionException.class, () -> runIn("proj-a", "conv-4"));
+        LimitExceeded limit = assertInstanceOf(LimitExceeded.class, refused.getCause());
+        assertTrue(limit.getMessage().startsWith("project \"proj-a\" already has 3 open sessions"), limit.getMessage());
+        unkeep(old);
     }
 
     @Test
@@ -273,6 +402,57 @@ class SessionPodsTest {
     private SessionPods sessions(String replicaId, SessionPods.Bounds bounds) {
         return new SessionPods(cache, new PodWrites(client, NS, TestSeal.SEAL), spec, counters, replicaId, Clock.systemUTC(),
                                Duration.ofSeconds(10), Duration.ofSeconds(10), bounds);
+    }
+
+    /** Stands in for a kubelet that does not confirm the pod's end: a finalizer keeps its object once deleted. */
+    private void keep(String name) {
+        edit(name, p -> new PodBuilder(p).editMetadata().addToFinalizers(NO_KUBELET).endMetadata().build());
+    }
+
+    /** The pod's end confirmed: its object goes, if it is being deleted. */
+    private void unkeep(String name) {
+        edit(name, p -> new PodBuilder(p).editMetadata().withFinalizers(List.of()).endMetadata().build());
+    }
+
+    /** Edits the stored pod, again when the stand-in kubelet's status update came first. */
+    private void edit(String name, UnaryOperator<Pod> change) {
+        for (int attempt = 0; ; attempt++) {
+            try {
+                client.pods().inNamespace(NS).withName(name).edit(change);
+                return;
+            } catch (KubernetesClientException e) {
+                if (e.getCode() != 409 || attempt == 10) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    /** The pod deleted (gracefully, as sandboxd deletes) and kept Terminating, as the informer shows it. */
+    private void terminating(String name) throws InterruptedException {
+        keep(name);
+        assertTrue(new PodWrites(client, NS, TestSeal.SEAL).delete(name));
+        awaitDeleting(name);
+    }
+
+    private void awaitDeleting(String name) throws InterruptedException {
+        assertTrue(cache.await(() -> cache.pod(name).filter(PodStates::isDeleting).map(p -> true),
+                               Duration.ofSeconds(5)).isPresent(), name + " Terminating");
+    }
+
+    /**
+     * Takes the requests the server received since the last look; returns how many created a pod (the mock server
+     * keeps no body of a create to tell which).
+     */
+    private int creates() throws InterruptedException {
+        int creates = 0;
+        for (RecordedRequest request = server.takeRequest(10, TimeUnit.MILLISECONDS); request != null;
+             request = server.takeRequest(10, TimeUnit.MILLISECONDS)) {
+            if ("POST".equals(request.getMethod()) && request.getPath().equals("/api/v1/namespaces/" + NS + "/pods")) {
+                creates++;
+            }
+        }
+        return creates;
     }
 
     /** Writes an annotation on the stored pod and waits until the informer shows it. */
