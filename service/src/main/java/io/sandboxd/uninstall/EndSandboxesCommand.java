@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
 
+import io.sandboxd.pods.PodHardening;
 import io.sandboxd.pods.SandboxLabels;
 
 import io.fabric8.kubernetes.api.model.ListOptionsBuilder;
@@ -30,8 +31,10 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * subresource), so that nothing refills the pool meanwhile; each replica drains its calls under way within its own
  * {@code terminationGracePeriodSeconds} first;</li>
  * <li>deletes every sandbox pod of the sandbox namespace ({@code app.kubernetes.io/managed-by} {@code sandboxd}, and
- * {@code sandboxd-probe} for the {@code helm test} probe's) gracefully, with no grace period of its own: each pod's
- * spec decides, and the kubelet removes the pod only once its containers have stopped;</li>
+ * {@code sandboxd-probe} for the {@code helm test} probe's) gracefully, with the sandbox pods' grace period
+ * ({@link PodHardening#TERMINATION_GRACE_SECONDS}) given explicitly, as {@link io.sandboxd.kube.PodWrites#delete} does:
+ * a pod created before that grace was in its spec (its {@code terminationGracePeriodSeconds} 0) would otherwise be
+ * force-deleted, its policy gone at once; the kubelet removes the pod only once its containers have stopped;</li>
  * <li>waits until none is left, deleting any that appeared meanwhile.</li>
  * </ol>
  *
@@ -277,8 +280,9 @@ public final class EndSandboxesCommand {
             List<Pod> deleted = new ArrayList<>();
             for (Pod pod : pods) {
                 if (pod.getMetadata().getDeletionTimestamp() == null) {
-                    // No grace period given: the pod's own terminationGracePeriodSeconds.
-                    client.pods().inNamespace(target.namespace()).withName(pod.getMetadata().getName()).delete();
+                    // The grace given, not the pod's own: an older pod's spec says 0, a force delete.
+                    client.pods().inNamespace(target.namespace()).withName(pod.getMetadata().getName())
+                            .withGracePeriod(PodHardening.TERMINATION_GRACE_SECONDS).delete();
                     deleted.add(pod);
                 }
             }

@@ -11,6 +11,11 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import io.sandboxd.kube.TestDeletes;
+import io.sandboxd.pods.PodHardening;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.autoscaling.v1.Scale;
@@ -72,6 +77,9 @@ class EndSandboxesCommandTest {
         pod(SANDBOX_NS, "snippet-session", Map.of("app.kubernetes.io/managed-by", "sandboxd",
                                                   "sandboxd.io/kind", "snippet", "sandboxd.io/state", "claimed"),
             "node-2", true);
+        // A pod created before sandbox pods had a grace of their own: its spec says 0, a force delete if it decided.
+        client.pods().inNamespace(SANDBOX_NS).withName("snippet-session").edit(p -> new PodBuilder(p).editSpec()
+                .withTerminationGracePeriodSeconds(0L).endSpec().build());
         pod(SANDBOX_NS, "tool-warm", Map.of("app.kubernetes.io/managed-by", "sandboxd", "sandboxd.io/kind", "tool"),
             "node-2", true);
         pod(SANDBOX_NS, "probe-snippet", Map.of("app.kubernetes.io/managed-by", "sandboxd-probe",
@@ -98,9 +106,9 @@ class EndSandboxesCommandTest {
             RecordedRequest r = requests.get(i);
             if ("DELETE".equals(r.getMethod()) && r.getPath().startsWith("/api/v1/namespaces/cai-sandbox/pods/")) {
                 sandboxDeletes.add(i);
-                assertFalse(r.getPath().contains("gracePeriodSeconds"), r.getPath());
-                assertFalse(r.getUtf8Body().contains("gracePeriodSeconds"),
-                            "a graceful delete, the pod's own grace: " + r.getUtf8Body());
+                assertEquals(Long.valueOf(PodHardening.TERMINATION_GRACE_SECONDS), grace(r),
+                             "a graceful delete with the sandbox pods' grace, whatever the pod's spec says: "
+                                     + r.getPath() + " " + r.getUtf8Body());
             }
         }
         assertEquals(4, sandboxDeletes.size(), "each sandbox pod deleted once: " + sandboxDeletes);
@@ -119,6 +127,8 @@ class EndSandboxesCommandTest {
 
         assertEquals(1, run(Duration.ofSeconds(1)));
 
+        assertEquals(List.of(PodHardening.TERMINATION_GRACE_SECONDS),
+                     TestDeletes.gracesOf(server, "tool-on-a-lost-node"), "deleted once, with the grace given");
         Pod left = client.pods().inNamespace(SANDBOX_NS).withName("tool-on-a-lost-node").get();
         assertNotNull(left.getMetadata().getDeletionTimestamp(), "deleted, gracefully, and still there");
         String message = err.toString(StandardCharsets.UTF_8);
@@ -218,6 +228,20 @@ class EndSandboxesCommandTest {
             requests.add(r);
         }
         return requests;
+    }
+
+    /** The grace a DELETE asked for ({@code DeleteOptions} body, else query), as {@link TestDeletes} reads it. */
+    private static Long grace(RecordedRequest request) throws JsonProcessingException {
+        String body = request.getUtf8Body();
+        if (body != null && !body.isBlank()) {
+            Object grace = new ObjectMapper().readValue(body, Map.class).get("gracePeriodSeconds");
+            if (grace != null) {
+                return ((Number) grace).longValue();
+            }
+        }
+        java.util.regex.Matcher query = java.util.regex.Pattern.compile("[?&]gracePeriodSeconds=(\\d+)")
+                .matcher(request.getPath());
+        return query.find() ? Long.valueOf(query.group(1)) : null;
     }
 
     private static int lastIndex(List<RecordedRequest> requests, java.util.function.Predicate<RecordedRequest> test) {
