@@ -11,9 +11,9 @@ import io.sandboxd.pods.PodSeal;
  * MCP sessions (D10) without state on any replica: an {@value #HEADER} is {@code <nonce>.<tag>}, where the tag is
  * {@link PodSeal#tag} over the caller's project and the nonce, so any replica recognises an id it issued for that
  * project and no one else can make one. The session's interpreter is the D4 session {@code mcp-<nonce>} of that
- * project ({@link io.sandboxd.pool.claim.SessionPods}: one pod per project and session, found by name from any
- * replica, destroyed when idle or at its lifetime). Another project's token never resumes or ends it: the tag does not
- * verify for that project, and a D4 session is keyed by project too.
+ * project ({@link io.sandboxd.pool.claim.SessionPods}: one live pod per project and session, found by its session
+ * label from any replica, destroyed when idle or at its lifetime). Another project's token never resumes or ends it:
+ * the tag does not verify for that project, and a D4 session is keyed by project too.
  */
 final class McpSessions {
 

@@ -28,7 +28,6 @@ import org.junit.jupiter.api.Test;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -378,11 +377,15 @@ class NodeLossIT {
                         + " answer of the contract (its bound came before the node was known lost): " + run);
             }
             assertEquals(200, next.status(), "the session goes on: " + next);
-            // A session's pod is named for the session: the new pod has the lost one's name, on the surviving node.
-            assertEquals(sessionPod, next.json().path("sandbox_id").asText(), "the session's own pod name");
-            Pod now = sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(sessionPod).get();
-            assertNotEquals(sessionPodUid, now.getMetadata().getUid(), "a new pod");
+            // The lost pod keeps its object (and its policy) while its node may run it: the session goes on in the
+            // session's next pod, the same name with a generation added, on the surviving node.
+            String nextPod = next.json().path("sandbox_id").asText();
+            assertEquals(sessionPod + "-1", nextPod, "the session's next pod");
+            Pod now = sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(nextPod).get();
             assertEquals(survivor, now.getSpec().getNodeName(), "on a surviving node");
+            Pod old = sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(sessionPod).get();
+            assertTrue(old != null && sessionPodUid.equals(old.getMetadata().getUid())
+                    && old.getMetadata().getDeletionTimestamp() != null, "the lost pod is kept, being deleted: " + old);
         }
     }
 
