@@ -28,7 +28,7 @@ READY_WAIT_S = 30
 # behind could start one after its run ended. Swept this often.
 SESSION_SWEEP_EVERY_S = 1.0
 # On SIGTERM (pod deletion) a run under way is answered as cut off before the process exits; the kubelet's
-# shortest grace period, a forced deletion's, is 2 s.
+# shortest grace period is 2 s (sandbox pods ask for 1 s, and are never force-deleted: D13).
 STOP_ANSWER_WITHIN_S = 1.0
 
 
