@@ -41,7 +41,16 @@ class LifecycleMatrixIT {
     /** How long a sprayer sprays at most: past its pod's deletion, whatever the kind. */
     private static final int SPRAY_SECONDS = 40;
     private static final int RUN_SECONDS = 3;
+    /**
+     * A project of its own: its four sessions stay within the per-project session limit (8), which the default e2e
+     * project's sessions of other classes may fill.
+     */
+    private static final String PROJECT = "e2e-lifecycle";
     private static Sandboxd sandboxd;
+
+    private static String token() {
+        return sandboxd.token(PROJECT, "e2e-agent", Sandboxd.AGENT_IMAGE);
+    }
 
     @Test
     void noSandboxProcessOutlivesItsPolicyWhenItsPodEnds() {
@@ -51,12 +60,12 @@ class LifecycleMatrixIT {
             for (int i = 1; i <= 2; i++) {
                 int n = i;
                 attacks.add(CompletableFuture.runAsync(() -> snippet(matrix, "snippet " + n)));
-                attacks.add(CompletableFuture.runAsync(() -> tool(matrix, "tool call " + n, sandboxd.token())));
+                attacks.add(CompletableFuture.runAsync(() -> tool(matrix, "tool call " + n, token())));
                 attacks.add(CompletableFuture.runAsync(() -> mcpSession(matrix, "MCP session " + n)));
                 attacks.add(CompletableFuture.runAsync(() -> forceDeletedSession(matrix, n)));
             }
             attacks.add(CompletableFuture.runAsync(() -> tool(matrix, "tool call of egress profile weather",
-                    sandboxd.minter().mint("e2e-lifecycle", "e2e-agent", Sandboxd.AGENT_IMAGE, "sandboxd",
+                    sandboxd.minter().mint(PROJECT, "e2e-agent", Sandboxd.AGENT_IMAGE, "sandboxd",
                                            Duration.ofMinutes(10), null, "weather"))));
             CompletableFuture.allOf(attacks.toArray(CompletableFuture[]::new)).join();
             long leaked = matrix.assertHolds("sandbox pods ending");
@@ -70,8 +79,8 @@ class LifecycleMatrixIT {
     private static void snippet(LifecycleMatrix matrix, String name) {
         Source source = matrix.source(name, Role.SANDBOX);
         long sent = System.currentTimeMillis();
-        ApiResponse r = sandboxd.execute(Map.of("code", matrix.sprayer(List.of("thread", "leftover"), SPRAY_SECONDS,
-                                                                       RUN_SECONDS), "timeout_s", 30));
+        String code = matrix.sprayer(List.of("thread", "leftover"), SPRAY_SECONDS, RUN_SECONDS);
+        ApiResponse r = sandboxd.post("/v1/execute", Map.of("code", code, "timeout_s", 30), token());
         long answered = System.currentTimeMillis();
         assertEquals(200, r.status(), r.toString());
         String pod = r.json().path("sandbox_id").asText();
@@ -98,7 +107,7 @@ class LifecycleMatrixIT {
     /** An MCP session: a thread of its interpreter sprays while the session is idle, then through DELETE /mcp. */
     private static void mcpSession(LifecycleMatrix matrix, String name) {
         Source source = matrix.source(name, Role.SANDBOX);
-        McpSession session = McpSession.open(sandboxd.replicas().getFirst(), sandboxd.token());
+        McpSession session = McpSession.open(sandboxd.replicas().getFirst(), token());
         long sent = System.currentTimeMillis();
         JsonNode result = session.call("run_python_session", matrix.sprayer(List.of("thread"), SPRAY_SECONDS,
                                                                             RUN_SECONDS)).path("structuredContent");
@@ -124,8 +133,8 @@ class LifecycleMatrixIT {
     private static void forceDeletedSession(LifecycleMatrix matrix, int n) {
         Source source = matrix.source("session pod force-deleted (grace 0) " + n, Role.DEFENCE_REMOVED);
         long sent = System.currentTimeMillis();
-        ApiResponse r = sandboxd.execute(Map.of("session_id", "lifecycle-" + UUID.randomUUID(), "code",
-                                                matrix.sprayer(List.of("thread"), SPRAY_SECONDS, RUN_SECONDS)));
+        ApiResponse r = sandboxd.post("/v1/execute", Map.of("session_id", "lifecycle-" + UUID.randomUUID(), "code",
+                matrix.sprayer(List.of("thread"), SPRAY_SECONDS, RUN_SECONDS)), token());
         long answered = System.currentTimeMillis();
         assertEquals(200, r.status(), r.toString());
         String pod = r.json().path("sandbox_id").asText();

@@ -64,7 +64,8 @@ class LifecycleFaultsIT {
             for (Node node : nodes) {
                 String name = node.getMetadata().getName();
                 onlyOn(k8s, nodes, name, () -> {
-                    McpSession session = McpSession.open(sandboxd.replicas().getFirst(), sandboxd.token());
+                    McpSession session = McpSession.open(sandboxd.replicas().getFirst(),
+                            sandboxd.token("e2e-lifecycle-faults", "e2e-agent", Sandboxd.AGENT_IMAGE));
                     sessions.add(session);
                     sessionOn.put(name, session(matrix, session, "MCP session on " + name));
                     toolCalls.add(toolCallUnderWay(sandboxd, matrix, "tool call on " + name, name));

@@ -51,7 +51,7 @@ public final class McpSession {
                 "params", Map.of("name", tool, "arguments", Map.of("code", code))))));
         try {
             JsonNode result = Sandboxd.JSON.readTree(r.body()).path("result");
-            if (r.statusCode() != 200 || result.isMissingNode()) {
+            if (r.statusCode() != 200 || result.isMissingNode() || result.path("isError").asBoolean()) {
                 throw new AssertionError("tools/call " + tool + " answered " + r.statusCode() + " " + r.body());
             }
             return result;
