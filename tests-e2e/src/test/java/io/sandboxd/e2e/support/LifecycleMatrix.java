@@ -60,6 +60,12 @@ public final class LifecycleMatrix implements AutoCloseable {
 
     /** A span of a source's life; packets in it are counted under its name (every phase expects the same verdict). */
     public record Phase(String name, long fromMillis, long toMillis, boolean mustAnswer) {
+
+        /** The packets recorded in this phase (a record's tenth of a second starts at most 100 ms before it). */
+        long count(List<PacketRecorder.Packets> packets) {
+            return packets.stream().filter(p -> p.atMillis() >= fromMillis - 100 && p.atMillis() < toMillis)
+                    .mapToLong(PacketRecorder.Packets::count).sum();
+        }
     }
 
     /** What a source is: a sandbox attacked in time, a control pod, or a sandbox whose defence the test removed. */
@@ -284,7 +290,7 @@ public final class LifecycleMatrix implements AutoCloseable {
         return pod != null && goneAt.containsKey(pod.getMetadata().getUid());
     }
 
-    /** @return when the informer saw the pod named get its deletionTimestamp, if it did */
+    /** @return the sandbox pod named as the informer last saw it, if that shows its deletion begun */
     public Optional<Pod> deleting(String name) {
         return Optional.ofNullable(lastSeen.get(name)).filter(p -> p.getMetadata().getDeletionTimestamp() != null);
     }
@@ -348,9 +354,8 @@ public final class LifecycleMatrix implements AutoCloseable {
                 }
                 continue;
             }
-            String phases = row.source().phases.stream().map(ph -> ph.name() + " " + packets.stream()
-                    .filter(p -> p.atMillis() >= ph.fromMillis() - 100 && p.atMillis() < ph.toMillis())
-                    .mapToLong(PacketRecorder.Packets::count).sum()).collect(Collectors.joining(", "));
+            String phases = row.source().phases.stream().map(ph -> ph.name() + " " + ph.count(packets))
+                    .collect(Collectors.joining(", "));
             if (!open.get(i)) {
                 closedCells++;
                 if (total > 0 && row.source().role == Role.DEFENCE_REMOVED) {
@@ -362,9 +367,7 @@ public final class LifecycleMatrix implements AutoCloseable {
                 }
             } else {
                 for (Phase ph : row.source().phases) {
-                    long during = packets.stream().filter(p -> p.atMillis() >= ph.fromMillis() - 100
-                            && p.atMillis() < ph.toMillis()).mapToLong(PacketRecorder.Packets::count).sum();
-                    if (ph.mustAnswer() && during == 0 && row.source().role == Role.SANDBOX) {
+                    if (ph.mustAnswer() && ph.count(packets) == 0 && row.source().role == Role.SANDBOX) {
                         diff.add(row.source().name + " -> " + cell + ": policies say open, nothing heard while it "
                                 + ph.name());
                     }
