@@ -207,6 +207,29 @@ def wait_until_done(api, namespace, name, deadline):
 
 def run(config):
     api = KubeApi()
+    try:
+        return probe(api, config)
+    finally:
+        give_up_rights(api, config)
+
+
+def give_up_rights(api, config):
+    """The runner's last step, pass or fail: deleting the RoleBinding that lets it create, read and delete pods in
+    the sandbox namespace, so its account keeps no standing rights (Helm also deletes it after a passing run)."""
+    path = "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings/%s" % (
+        config["namespace"], config["rightsBinding"])
+    try:
+        api.call("DELETE", path)
+        say("gave up the probe's rights: deleted RoleBinding %s" % config["rightsBinding"])
+    except urllib.error.HTTPError as e:
+        if e.code != 404:
+            say("could not give up the probe's rights (RoleBinding %s): %s" % (config["rightsBinding"],
+                                                                              http_error_text(e)))
+    except OSError as e:
+        say("could not give up the probe's rights (RoleBinding %s): %s" % (config["rightsBinding"], e))
+
+
+def probe(api, config):
     namespace = config["namespace"]
     created = []
     policies = api.call("GET", "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies" % namespace)["items"]

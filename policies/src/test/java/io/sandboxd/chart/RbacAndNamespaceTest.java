@@ -78,15 +78,31 @@ class RbacAndNamespaceTest {
   }
 
   @Test
-  void theProbeMayCreateReadAndDeletePodsReadTheirLogsAndListThePolicies() {
+  void theProbeMayCreateReadAndDeletePodsReadTheirLogsListThePoliciesAndGiveUpItsRights() {
     Map<String, Object> role = DEFAULT.get("Role", "sandboxd-probe");
     assertEquals(List.of(
         Map.of("apiGroups", List.of(""), "resources", List.of("pods"), "verbs", List.of("create", "get", "delete")),
         Map.of("apiGroups", List.of(""), "resources", List.of("pods/log"), "verbs", List.of("get")),
         Map.of("apiGroups", List.of("networking.k8s.io"), "resources", List.of("networkpolicies"),
-            "verbs", List.of("list"))), role.get("rules"));
+            "verbs", List.of("list")),
+        Map.of("apiGroups", List.of("rbac.authorization.k8s.io"), "resources", List.of("rolebindings"),
+            "resourceNames", List.of("sandboxd-probe"), "verbs", List.of("delete"))), role.get("rules"));
     assertEquals(List.of(Map.of("kind", "ServiceAccount", "name", "sandboxd-probe", "namespace", "cai-system")),
         DEFAULT.get("RoleBinding", "sandboxd-probe").get("subjects"));
+  }
+
+  @Test
+  void theProbesRightsExistOnlyWhileHelmTestRuns() {
+    for (String kind : List.of("Role", "RoleBinding")) {
+      Map<String, Object> object = DEFAULT.get(kind, "sandboxd-probe");
+      assertEquals("test", (Object) at(object, "metadata", "annotations", HelmChart.RENAMED_HOOK_ANNOTATION), kind);
+      assertEquals("-1", (Object) at(object, "metadata", "annotations", "helm.sh/hook-weight"), kind + " before the pod");
+      assertEquals("before-hook-creation,hook-succeeded",
+          (Object) at(object, "metadata", "annotations", "helm.sh/hook-delete-policy"), kind);
+    }
+    HelmChart.Rendered installed = HelmChart.render();
+    assertTrue(installed.ofKind("RoleBinding").stream()
+        .noneMatch(b -> "sandboxd-probe".equals(at(b, "metadata", "name"))), "no standing binding for the probe");
   }
 
   @Test

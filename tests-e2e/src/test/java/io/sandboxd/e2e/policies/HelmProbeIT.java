@@ -49,8 +49,10 @@ class HelmProbeIT {
 
     @Test
     void probePassesAndFailsWhenSnippetIsolationIsRemoved() {
+        assertProbeHoldsNoRights("before helm test");
         ExecResult passing = helmTest();
         assertTrue(passing.ok(), "helm test on the installed chart: " + passing.stdout());
+        assertProbeHoldsNoRights("after a passing helm test");
         // Its network cells come from the truth table's model over the installed policies: the tool's DNS cells and
         // the public target's port are judged open (positive controls), the snippet's all closed.
         assertTrue(passing.stdout().contains("--open udp-dns:" + Env.CLUSTER_DNS + ":53")
@@ -68,6 +70,7 @@ class HelmProbeIT {
             assertNotEquals(0, failing.exitCode(), "helm test must fail without snippet isolation: " + failing.stdout());
             assertTrue(failing.stdout().contains("FAIL: snippet: the policies open"),
                        "the claim read off the policies' verdicts names the hole: " + failing.stdout());
+            assertProbeHoldsNoRights("after a failing helm test");
         } finally {
             for (NetworkPolicy p : isolating) {
                 p.getMetadata().setResourceVersion(null);
@@ -78,6 +81,37 @@ class HelmProbeIT {
             }
         }
         assertPassesAgain("once the policies are back");
+    }
+
+    /**
+     * The probe's account has rights only while {@code helm test} runs (issue 43 point 7): outside a run it may not
+     * create, read or delete pods, nor read their logs, in the sandbox namespace. Asked of the API server's own
+     * authorizer (SubjectAccessReview, as {@code kubectl auth can-i --as} does).
+     */
+    private static void assertProbeHoldsNoRights(String when) {
+        String account = "sandboxd-probe";
+        String user = "system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":" + account;
+        // A positive control: the same question for sandboxd's own account, which may create and delete pods there.
+        assertTrue(mayDo("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":" + Sandboxd.RELEASE, "create", "pods", ""),
+                   "sandboxd's account may create pods (the review itself works)");
+        List<String> held = new java.util.ArrayList<>();
+        for (String[] right : List.of(new String[] {"create", "pods", ""}, new String[] {"delete", "pods", ""},
+                                      new String[] {"get", "pods", ""}, new String[] {"get", "pods", "log"})) {
+            if (mayDo(user, right[0], right[1], right[2])) {
+                held.add(right[0] + " " + right[1] + (right[2].isEmpty() ? "" : "/" + right[2]));
+            }
+        }
+        System.out.println("probe account's rights in " + Sandboxd.SANDBOX_NAMESPACE + " " + when + ": " + held);
+        assertTrue(held.isEmpty(), "the probe account holds standing rights " + when + ": " + held);
+    }
+
+    private static boolean mayDo(String user, String verb, String resource, String subresource) {
+        var review = new io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewBuilder()
+                .withNewSpec().withUser(user)
+                .withGroups("system:serviceaccounts", "system:serviceaccounts:" + Sandboxd.RELEASE_NAMESPACE, "system:authenticated")
+                .withNewResourceAttributes().withNamespace(Sandboxd.SANDBOX_NAMESPACE).withVerb(verb).withResource(resource)
+                .withSubresource(subresource.isEmpty() ? null : subresource).endResourceAttributes().endSpec().build();
+        return k8s.authorization().v1().subjectAccessReview().create(review).getStatus().getAllowed();
     }
 
     private static boolean selectsSnippetPods(NetworkPolicy p) {
