@@ -85,6 +85,13 @@ The sandboxd ServiceAccount (release namespace).
 {{- end }}
 
 {{/*
+The Secret of sandboxd's pod seal keys (release namespace): podSeal.existingSecret, else the one sandboxd makes.
+*/}}
+{{- define "sandboxd.podSealSecret" -}}
+{{- .Values.podSeal.existingSecret | default (include "sandboxd.suffixedName" (dict "ctx" . "suffix" "seal")) }}
+{{- end }}
+
+{{/*
 The helm-test probe's ServiceAccount (release namespace).
 */}}
 {{- define "sandboxd.probeServiceAccountName" -}}

@@ -18,6 +18,7 @@ import io.sandboxd.kube.PodWrites;
 import io.sandboxd.api.ApiComponents;
 import io.sandboxd.config.McpSettings;
 import io.sandboxd.pods.PodSeal;
+import io.sandboxd.pods.SealSecret;
 import io.sandboxd.pods.SandboxLabels;
 import io.sandboxd.pods.SandboxUids;
 import io.sandboxd.pods.SnippetPodSpec;
@@ -72,7 +73,11 @@ final class ClusterSandboxes implements AutoCloseable {
         SnippetSettings snippet = config.snippet();
         ToolSettings tool = config.tool();
 
-        seal = PodSeal.watching(config.podSealKeysDir());
+        SealSecret sealSecret = new SealSecret(client, config.podSeal().namespace(), config.podSeal().secret());
+        if (config.podSeal().create()) {
+            sealSecret.createIfAbsent();
+        }
+        seal = PodSeal.watching(sealSecret);
         // Which nodes are down, so that no pod on one is handed out or counted in the pool, and the leader deletes them.
         nodes = NodeCache.start(client, clock);
         snippetPods = PodCache.start(client, namespace, SandboxLabels.snippetSelector(), seal, nodes);

@@ -99,6 +99,11 @@ public final class HelmChart {
     return renderWithHooksOf(values, "templates/end-sandboxes-hook.yaml");
   }
 
+  /** Renders with every hook included (install, upgrade, test and uninstall hooks), renamed like the others. */
+  public static Rendered renderWithEveryHook(Map<String, Object> values) {
+    return renderWithHooksOf(values, "templates");
+  }
+
   /** Renders a scratch copy whose templates under {@code templates} have their hook annotation renamed. */
   private static Rendered renderWithHooksOf(Map<String, Object> values, String templates) {
     Path scratch = null;

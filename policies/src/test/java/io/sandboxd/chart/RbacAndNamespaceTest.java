@@ -61,20 +61,47 @@ class RbacAndNamespaceTest {
   }
 
   @Test
-  void noRoleTouchesSecretsOrWildcards() {
+  void onlyTheSealRoleTouchesSecretsAndNoRoleUsesWildcards() {
     for (Map<String, Object> role : DEFAULT.ofKind("Role")) {
+      boolean seal = "sandboxd-seal".equals(at(role, "metadata", "name"));
       for (Map<String, Object> rule : (List<Map<String, Object>>) role.get("rules")) {
         List<String> resources = (List<String>) rule.get("resources");
-        assertFalse(resources.contains("secrets"), role + " grants secrets");
+        assertTrue(seal || !resources.contains("secrets"), role + " grants secrets");
         assertFalse(resources.contains("*") || ((List<?>) rule.get("verbs")).contains("*")
             || ((List<?>) rule.get("apiGroups")).contains("*"), role + " uses a wildcard");
       }
-      // The uninstall hook's Role in the release namespace (the scale of sandboxd's Deployment) is a pre-delete
-      // hook, rendered here only by the helm binary (-Dsandboxd.helm=binary); EndSandboxesHookTest holds its rules.
-      if (!"end-sandboxes".equals(at(role, "metadata", "labels", "app.kubernetes.io/component"))) {
+      // In the release namespace: the pod seal Secret's Role, and the uninstall hook's Role (the scale of sandboxd's
+      // Deployment), a pre-delete hook rendered here only by the helm binary (-Dsandboxd.helm=binary;
+      // EndSandboxesHookTest holds its rules).
+      if (!seal && !"end-sandboxes".equals(at(role, "metadata", "labels", "app.kubernetes.io/component"))) {
         assertEquals("cai-sandbox", (Object) at(role, "metadata", "namespace"), "roles live in the sandbox namespace");
       }
     }
+  }
+
+  @Test
+  void sandboxdReadsOnlyItsSealSecretAndCreatesItOnlyWhenNoneIsGiven() {
+    Map<String, Object> role = DEFAULT.get("Role", "sandboxd-seal");
+    assertEquals("cai-system", (Object) at(role, "metadata", "namespace"));
+    assertEquals(List.of(
+        Map.of("apiGroups", List.of(""), "resources", List.of("secrets"), "resourceNames", List.of("sandboxd-seal"),
+            "verbs", List.of("get")),
+        Map.of("apiGroups", List.of(""), "resources", List.of("secrets"), "verbs", List.of("create"))),
+        role.get("rules"));
+    assertEquals(List.of(Map.of("kind", "ServiceAccount", "name", "sandboxd", "namespace", "cai-system")),
+        DEFAULT.get("RoleBinding", "sandboxd-seal").get("subjects"));
+
+    Map<String, Object> given = HelmChart.render(values("podSeal.existingSecret", "my-seal")).get("Role", "sandboxd-seal");
+    assertEquals(List.of(Map.of("apiGroups", List.of(""), "resources", List.of("secrets"),
+        "resourceNames", List.of("my-seal"), "verbs", List.of("get"))), given.get("rules"));
+  }
+
+  @Test
+  void theChartRendersNoSealKeySoNoRenderReplacesIt() {
+    // The key is made once by sandboxd (SealSecretTest); a key in the chart would be a new random one on every
+    // render: every Argo CD sync or `helm template | kubectl apply` would rotate it under the pods it sealed.
+    assertTrue(HelmChart.renderWithEveryHook(Map.of()).ofKind("Secret").stream()
+        .noneMatch(s -> ((String) at(s, "metadata", "name")).endsWith("-seal")), "no seal Secret, hooks included");
   }
 
   @Test

@@ -65,7 +65,9 @@ class SandboxdConfigTest {
           issuer: ""
           maxLifetimeSeconds: 86400
         podSeal:
-          keysDir: /etc/sandboxd/seal
+          namespace: cai-system
+          secret: sandboxd-seal
+          create: true
         mcp:
           enabled: true
           allowedOrigins: []

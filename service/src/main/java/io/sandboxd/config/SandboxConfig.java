@@ -1,7 +1,5 @@
 package io.sandboxd.config;
 
-import java.nio.file.Path;
-
 import io.helidon.config.Config;
 
 /**
@@ -18,7 +16,7 @@ public record SandboxConfig(String namespace,
                             ProjectLimitSettings projectLimits,
                             RequestBodySettings requestBodies,
                             LifecycleSettings lifecycle,
-                            Path podSealKeysDir,
+                            PodSealSettings podSeal,
                             McpSettings mcp) {
 
     /**
@@ -44,7 +42,7 @@ public record SandboxConfig(String namespace,
                 ProjectLimitSettings.from(sandbox.get("limits").get("perProject")),
                 RequestBodySettings.from(sandbox.get("requestBodies")),
                 LifecycleSettings.from(sandbox.get("lifecycle")),
-                Path.of(sandbox.get("podSeal").get("keysDir").asString().orElse("/etc/sandboxd/seal")),
+                PodSealSettings.from(sandbox.get("podSeal")),
                 McpSettings.from(sandbox.get("mcp")));
         config.validate();
         return config;
@@ -68,6 +66,8 @@ public record SandboxConfig(String namespace,
         require(tool.maxRequestBytes() >= 1024, "sandbox.tool.maxRequestBytes must be at least 1024");
         require(tool.maxResponseBytes() >= 1024, "sandbox.tool.maxResponseBytes must be at least 1024");
         require(s.maxRequestBytes() >= 1024, "sandbox.snippet.maxRequestBytes must be at least 1024");
+        require(!podSeal.secret().isBlank() && !podSeal.namespace().isBlank(),
+                "sandbox.podSeal.namespace and sandbox.podSeal.secret must not be empty");
         require(!tokens.audience().isBlank(), "sandbox.tokens.audience must not be empty");
         require(tokens.maxLifetime().toSeconds() >= 60, "sandbox.tokens.maxLifetimeSeconds must be at least 60");
         requestBodies.validate();

@@ -2,8 +2,6 @@ package io.sandboxd.pods;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
@@ -19,7 +17,6 @@ import java.util.TreeMap;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
@@ -29,8 +26,8 @@ import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /**
- * Proof that sandboxd made a pod, and the pod's own secret, both from a key only sandboxd holds (a Secret mounted into
- * sandboxd's replicas, never readable from the sandbox namespace).
+ * Proof that sandboxd made a pod, and the pod's own secret, both from a key only sandboxd holds (a Secret of sandboxd's
+ * own namespace, {@link SealSecret}, never readable from the sandbox namespace).
  *
  * <p>Before a pod is created it is {@linkplain #stamp stamped}: a fresh random nonce and the key's id go into its
  * annotations, and the <em>verifier</em> of its secret into the main container's environment ({@value PodToken#ENV}):
@@ -41,9 +38,9 @@ import io.fabric8.kubernetes.api.model.Pod;
  * another pod (even one of the same name, made after the first was deleted) does not verify; without the key none
  * can be made. sandboxd reserves, claims, resumes and calls only pods whose seal verifies ({@link #isSealed}).
  *
- * <p>Rotation: every key in the directory verifies; the one whose id sorts last stamps and seals new pods. Add a key
+ * <p>Rotation: every key in the Secret verifies; the one whose id sorts last stamps and seals new pods. Add a key
  * with a later id, and remove the old one once the pods it sealed are gone (pool pods are replaced as they are used;
- * the pool's leader deletes pods whose seal no key verifies). The directory is looked at again every few seconds.
+ * the pool's leader deletes pods whose seal no key verifies). The Secret is read again every few seconds.
  */
 public final class PodSeal {
 
@@ -59,14 +56,28 @@ public final class PodSeal {
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final Base64.Encoder B64 = Base64.getUrlEncoder().withoutPadding();
 
-    private final Path dir;
+    private final KeySource source;
     private final Clock clock;
     private final Duration recheck;
     private volatile TreeMap<String, byte[]> keys = new TreeMap<>();
     private volatile Instant lastLook = Instant.MIN;
 
-    private PodSeal(Path dir, Map<String, byte[]> fixed, Clock clock, Duration recheck) {
-        this.dir = dir;
+    /** Where the keys are read from, again every few seconds. */
+    public interface KeySource {
+        /**
+         * @return every entry there, id to key bytes (not yet checked); empty when there is none
+         * @throws IOException when the place cannot be read now (the keys known are kept)
+         */
+        Map<String, byte[]> read() throws IOException;
+
+        /**
+         * @return where, for messages
+         */
+        String where();
+    }
+
+    private PodSeal(KeySource source, Map<String, byte[]> fixed, Clock clock, Duration recheck) {
+        this.source = source;
         this.clock = clock;
         this.recheck = recheck;
         if (fixed != null) {
@@ -75,17 +86,18 @@ public final class PodSeal {
             reload();
         }
         if (keys.isEmpty()) {
-            throw new IllegalStateException("no pod seal key in " + dir + ": sandboxd cannot prove which pods are its"
-                    + " own (chart: the <release>-seal Secret; at least " + MIN_KEY_BYTES + " bytes per key)");
+            throw new IllegalStateException("no pod seal key in " + (source == null ? "the keys given" : source.where())
+                    + ": sandboxd cannot prove which pods are its own (chart: podSeal; at least " + MIN_KEY_BYTES
+                    + " bytes per key)");
         }
     }
 
     /**
-     * @param dir a directory of keys (a mounted Secret): one file per key, named by its id, at least 32 bytes
-     * @return the seal, reading the directory again at most every 5 s
+     * @param source where the keys are: one entry per key, named by its id, at least 32 bytes each
+     * @return the seal, reading the source again at most every 5 s
      */
-    public static PodSeal watching(Path dir) {
-        return new PodSeal(dir, null, Clock.systemUTC(), Duration.ofSeconds(5));
+    public static PodSeal watching(KeySource source) {
+        return new PodSeal(source, null, Clock.systemUTC(), Duration.ofSeconds(5));
     }
 
     /**
@@ -240,7 +252,7 @@ public final class PodSeal {
     }
 
     private TreeMap<String, byte[]> keys() {
-        if (dir != null && lastLook.plus(recheck).isBefore(clock.instant())) {
+        if (source != null && lastLook.plus(recheck).isBefore(clock.instant())) {
             reload();
         }
         return keys;
@@ -248,36 +260,35 @@ public final class PodSeal {
 
     private synchronized void reload() {
         lastLook = clock.instant();
-        TreeMap<String, byte[]> loaded = new TreeMap<>();
-        if (Files.isDirectory(dir)) {
-            try (Stream<Path> files = Files.list(dir)) {
-                for (Path file : files.filter(Files::isRegularFile).toList()) {
-                    String kid = file.getFileName().toString();
-                    if (!KID.matcher(kid).matches()) {
-                        continue; // ..data and the like
-                    }
-                    byte[] key = new String(Files.readAllBytes(file), StandardCharsets.UTF_8).trim()
-                            .getBytes(StandardCharsets.UTF_8);
-                    if (key.length < MIN_KEY_BYTES) {
-                        LOGGER.warning("pod seal key " + kid + " in " + dir + " is shorter than " + MIN_KEY_BYTES
-                                               + " bytes: ignored");
-                        continue;
-                    }
-                    loaded.put(kid, key);
-                }
-            } catch (IOException e) {
-                LOGGER.log(Level.WARNING, "cannot read pod seal keys in " + dir + ": " + e.getMessage());
-                return; // keep the keys known
-            }
+        String where = source.where();
+        Map<String, byte[]> entries;
+        try {
+            entries = source.read();
+        } catch (IOException | RuntimeException e) {
+            LOGGER.log(Level.WARNING, "cannot read pod seal keys in " + where + ": " + e.getMessage());
+            return; // keep the keys known
         }
+        TreeMap<String, byte[]> loaded = new TreeMap<>();
+        entries.forEach((kid, bytes) -> {
+            if (!KID.matcher(kid).matches()) {
+                return; // ..data and the like
+            }
+            byte[] key = new String(bytes, StandardCharsets.UTF_8).trim().getBytes(StandardCharsets.UTF_8);
+            if (key.length < MIN_KEY_BYTES) {
+                LOGGER.warning("pod seal key " + kid + " in " + where + " is shorter than " + MIN_KEY_BYTES
+                                       + " bytes: ignored");
+                return;
+            }
+            loaded.put(kid, key);
+        });
         if (loaded.isEmpty()) {
             if (!keys.isEmpty()) {
-                LOGGER.warning("no pod seal key in " + dir + " any more: keeping the keys known");
+                LOGGER.warning("no pod seal key in " + where + " any more: keeping the keys known");
             }
             return;
         }
         if (!loaded.keySet().equals(keys.keySet())) {
-            LOGGER.info("pod seal keys loaded from " + dir + ": " + loaded.keySet() + " (sealing with "
+            LOGGER.info("pod seal keys loaded from " + where + ": " + loaded.keySet() + " (sealing with "
                                 + loaded.lastKey() + ")");
         }
         keys = loaded;

@@ -1,14 +1,11 @@
 package io.sandboxd.pods;
 
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Map;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -62,31 +59,49 @@ class PodSealTest {
     }
 
     @Test
-    void aNewKeySealsNewPodsWhileTheOldStillVerifiesUntilItIsRemoved(@TempDir Path dir) throws Exception {
-        Files.write(dir.resolve("k1"), K1);
-        PodSeal before = PodSeal.watching(dir);
+    void aNewKeySealsNewPodsWhileTheOldStillVerifiesUntilItIsRemoved() {
+        Keys keys = new Keys();
+        keys.put("k1", K1);
+        PodSeal before = PodSeal.watching(keys);
         Pod old = created(before.stamp(pod("old")), "uid-old");
         seal(old, before.sealOf(old));
 
-        Files.write(dir.resolve("k2"), K2);
-        PodSeal during = PodSeal.watching(dir);
+        keys.put("k2", K2);
+        PodSeal during = PodSeal.watching(keys);
         Pod fresh = created(during.stamp(pod("fresh")), "uid-fresh");
         seal(fresh, during.sealOf(fresh));
         assertEquals("k2", fresh.getMetadata().getAnnotations().get(PodSeal.KEY_ID), "the id that sorts last seals");
         assertTrue(during.isSealed(old), "the pool sealed before the rotation stays usable");
         assertTrue(during.isSealed(fresh));
 
-        Files.delete(dir.resolve("k1"));
-        PodSeal after = PodSeal.watching(dir);
+        keys.remove("k1");
+        PodSeal after = PodSeal.watching(keys);
         assertFalse(after.isSealed(old), "a removed key opens nothing any more");
         assertTrue(after.isSealed(fresh));
     }
 
     @Test
-    void withoutAKeySandboxdDoesNotStart(@TempDir Path dir) throws Exception {
-        assertThrows(IllegalStateException.class, () -> PodSeal.watching(dir));
-        Files.writeString(dir.resolve("short"), "too short");
-        assertThrows(IllegalStateException.class, () -> PodSeal.watching(dir), "a key under 32 bytes is ignored");
+    void withoutAKeySandboxdDoesNotStart() {
+        Keys keys = new Keys();
+        assertThrows(IllegalStateException.class, () -> PodSeal.watching(keys));
+        keys.put("short", "too short".getBytes(StandardCharsets.UTF_8));
+        assertThrows(IllegalStateException.class, () -> PodSeal.watching(keys), "a key under 32 bytes is ignored");
+    }
+
+    /** Keys that a test changes, as an operator changes the Secret's. */
+    private static final class Keys extends java.util.concurrent.ConcurrentHashMap<String, byte[]>
+            implements PodSeal.KeySource {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Map<String, byte[]> read() {
+            return Map.copyOf(this);
+        }
+
+        @Override
+        public String where() {
+            return "the test's keys";
+        }
     }
 
     private static Pod pod(String name) {
