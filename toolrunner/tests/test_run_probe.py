@@ -67,3 +67,20 @@ def test_a_profiled_tool_may_reach_nothing_directly_not_even_the_public_target()
     _pods, failures = run_probe.build_pods(config(WEATHER), OPEN_ALL, lambda _host, _port: "10.96.12.7")
     assert failures == ["tool (egress profile weather): the policies open ['public target 203.0.113.10:80 tcp'], "
                         "but a profiled tool may reach nothing directly"]
+
+
+def test_without_the_internet_profile_a_plain_tool_may_reach_nothing_and_with_it_the_public_target():
+    pod = {"metadata": {"namespace": "cai-sandbox", "labels": {"sandboxd.io/kind": "tool"}},
+           "spec": {"containers": [{"name": "probe", "env": []}]}}
+    plain = {"destinations": [PUBLIC], "publicCells": ["public target 203.0.113.10:80 tcp"],
+             "probes": [{"kind": "tool", "args": [], "pod": pod}], "toolInternet": False}
+    _pods, failures = run_probe.build_pods(plain, OPEN_ALL)
+    assert failures == ["tool: the policies open ['public target 203.0.113.10:80 tcp'], but a tool without a "
+                        "profile (tool.egress.internet=false) may reach nothing"]
+    assert run_probe.build_pods(plain, DENY_ALL)[1] == []
+    # The seeds' default (the key absent, or true): the public target must be open.
+    plain["toolInternet"] = True
+    assert run_probe.build_pods(plain, OPEN_ALL)[1] == []
+    del plain["toolInternet"]
+    assert run_probe.build_pods(plain, DENY_ALL)[1] == ["tool: the policies open nothing, but a tool may reach "
+                                                         "['public target 203.0.113.10:80 tcp']"]

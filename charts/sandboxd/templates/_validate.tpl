@@ -41,10 +41,21 @@ refuses the install with its reason. Run once, by validate.yaml; helm stops at t
 {{- fail (printf "terminationGracePeriodSeconds %d is too short: a stopping replica needs lifecycle.shutdownDelaySeconds (%d) + its drain of max(snippet.maxTimeoutSeconds %d, tool.readyTimeoutSeconds %d + tool.maxTimeoutSeconds %d) + 10 s + 5 s to stop = %d s; raise it to at least %d or lower the timeouts" $given (.Values.lifecycle.shutdownDelaySeconds | int64) (.Values.snippet.maxTimeoutSeconds | int64) (.Values.tool.readyTimeoutSeconds | int64) (.Values.tool.maxTimeoutSeconds | int64) $least $least) }}
 {{- end }}
 
-{{- /* Egress profiles (D11): every profile named must be one the chart deploys, or internet. */}}
+{{- /* Egress profiles (D11): every profile named must be one the chart deploys, or internet unless
+     tool.egress.internet=false switched it off. */}}
 {{- $egress := .Values.tool.egress }}
 {{- if hasKey $egress.profiles "internet" }}
 {{- fail "tool.egress.profiles: \"internet\" is reserved for the default egress (the public internet, no proxy); name the profile otherwise" }}
+{{- end }}
+{{- if not $egress.internet }}
+{{- if eq $egress.defaultProfile "internet" }}
+{{- fail "tool.egress.internet=false switches the internet profile off, but tool.egress.defaultProfile is internet: set it to a profile of tool.egress.profiles" }}
+{{- end }}
+{{- range .Values.tool.warmImages }}
+{{- if eq (.egress | default "") "internet" }}
+{{- fail (printf "tool.warmImages: %q names egress profile \"internet\", which tool.egress.internet=false switches off" .image) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- range $name := list $egress.defaultProfile }}
 {{- if not (or (eq $name "internet") (hasKey $egress.profiles $name)) }}

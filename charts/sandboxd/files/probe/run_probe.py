@@ -19,7 +19,7 @@ NetworkPolicies of the sandbox namespace, as the cluster holds them, judged by t
 their channels, give each cell open or closed, and the probe pod measures it. The claims are read
 off those verdicts first (a snippet's cells are all closed, and so are a profiled tool's, which
 reaches nothing but the proxy; a tool's are open exactly to the public target's port and cluster
-DNS), so a policy that lost a rule fails as surely as enforcement that differs from the policies. A
+DNS, or all closed too with tool.egress.internet=false, config "toolInternet"), so a policy that lost a rule fails as surely as enforcement that differs from the policies. A
 destination's own ingress rules are not read (outside the sandbox namespace, which is all the probe
 account may list): its cells are judged by the source's egress.
 
@@ -111,16 +111,22 @@ def probe_name(probe):
     return "%s (egress profile %s)" % (probe["kind"], probe["egress"]) if probe.get("egress") else probe["kind"]
 
 
-def claim_failures(name, kind, judged, public_cells, profiled=False):
+def claim_failures(name, kind, judged, public_cells, profiled=False, internet=True):
     """What the policies themselves get wrong: a snippet reaches nothing, nor does a tool with an egress
-    profile directly (only through the proxy); a tool exactly the public target's port and cluster DNS."""
+    profile directly (only through the proxy); a tool exactly the public target's port and cluster DNS, or
+    nothing when the internet profile is switched off (tool.egress.internet=false)."""
     open_cells = sorted(cell for _, cell, verdict in judged if verdict)
-    if kind == "snippet" or profiled:
+    if kind == "snippet" or profiled or not internet:
         want = []
     else:
         want = sorted(cell for _, cell, _ in judged if cell.startswith("cluster DNS ") or cell in public_cells)
     if open_cells != want:
-        who, reach = ("profiled tool", "nothing directly") if profiled else (kind, want or "nothing")
+        if profiled:
+            who, reach = "profiled tool", "nothing directly"
+        elif kind == "tool" and not internet:
+            who, reach = "tool without a profile (tool.egress.internet=false)", "nothing"
+        else:
+            who, reach = kind, want or "nothing"
         return ["%s: the policies open %s, but a %s may reach %s" % (name, open_cells or "nothing", who, reach)]
     return []
 
@@ -147,7 +153,8 @@ def build_pods(config, policies, resolve_proxy=resolve):
         name = probe_name(probe)
         args = list(probe["args"])
         judged = cells(probe["pod"], config["destinations"], policies)
-        failures += claim_failures(name, probe["kind"], judged, config["publicCells"], bool(probe.get("egress")))
+        failures += claim_failures(name, probe["kind"], judged, config["publicCells"], bool(probe.get("egress")),
+                                   config.get("toolInternet", True))
         for cell, _, verdict in judged:
             args += ["--open" if verdict else "--closed", cell]
         if probe.get("checkApiServer"):

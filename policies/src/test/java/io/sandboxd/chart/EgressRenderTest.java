@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -64,6 +65,55 @@ class EgressRenderTest {
     assertTrue(blocked.containsAll(v4) && blocked.containsAll(v6) && blocked.size() == v4.size() + v6.size(),
         "one list: blocked-ranges.yaml");
     assertTrue(RENDERED.text().contains("proxyHost: \"sandboxd-egress.cai-system.svc\""), RENDERED.text().length() + "");
+  }
+
+  /** tool.egress.internet=false: one profile, the default; the internet profile does not exist. */
+  static final Map<String, Object> INTERNET_OFF = values(
+      "tool.egress.internet", false,
+      "tool.egress.defaultProfile", "weather",
+      "tool.egress.profiles.weather.hosts[0]", "api.weather.example",
+      "tool.egress.profiles.weather.ports[0]", 443);
+
+  @Test
+  void withTheInternetOffAToolPodWithoutAProfileReachesNothingAndSandboxdKnowsIt() {
+    HelmChart.Rendered off = HelmChart.render(INTERNET_OFF);
+    Map<String, Object> tool = off.get("NetworkPolicy", "sandboxd-tool");
+    assertEquals(List.of("Ingress", "Egress"), (Object) at(tool, "spec", "policyTypes"));
+    assertEquals(List.of(), (Object) at(tool, "spec", "egress"), "no egress at all: not the internet, not DNS");
+    assertEquals((Object) at(RENDERED.get("NetworkPolicy", "sandboxd-tool"), "spec", "ingress"),
+        at(tool, "spec", "ingress"), "sandboxd still reaches it on 8080");
+    assertEquals((Object) at(RENDERED.get("NetworkPolicy", "sandboxd-tool"), "spec", "podSelector"),
+        at(tool, "spec", "podSelector"), "the same pods: every tool pod without sandboxd.io/egress");
+    Map<String, Object> egress = at(SandboxdConfigTest.applicationYaml(off), "sandbox", "tool", "egress");
+    assertEquals(false, egress.get("internet"));
+    assertEquals("weather", egress.get("defaultProfile"));
+    assertEquals(true,
+        (Object) at(SandboxdConfigTest.applicationYaml(RENDERED), "sandbox", "tool", "egress", "internet"),
+        "the seeds' default: on");
+    // A warm image without egress starts with the default profile, never the internet.
+    HelmChart.Rendered warm = HelmChart.render(withValues(INTERNET_OFF, "tool.warmImages[0].image", "agents/a:v1"));
+    assertEquals("weather",
+        (Object) at(SandboxdConfigTest.applicationYaml(warm), "sandbox", "tool", "warmImages", 0, "egress"));
+  }
+
+  @Test
+  void withTheInternetOffTheDefaultAndEveryWarmImageMustNameAProfile() {
+    Map<String, Object> defaultInternet = withValues(INTERNET_OFF, "tool.egress.defaultProfile", "internet");
+    HelmChart.HelmFailure failure = assertThrows(HelmChart.HelmFailure.class,
+        () -> HelmChart.render(defaultInternet));
+    assertTrue(failure.getMessage().contains("tool.egress.internet=false switches the internet profile off, but "
+        + "tool.egress.defaultProfile is internet: set it to a profile of tool.egress.profiles"), failure.getMessage());
+    Map<String, Object> warmInternet = withValues(INTERNET_OFF, "tool.warmImages[0].image", "agents/a:v1",
+        "tool.warmImages[0].egress", "internet");
+    failure = assertThrows(HelmChart.HelmFailure.class, () -> HelmChart.render(warmInternet));
+    assertTrue(failure.getMessage().contains("tool.warmImages: \"agents/a:v1\" names egress profile \"internet\", "
+        + "which tool.egress.internet=false switches off"), failure.getMessage());
+  }
+
+  static Map<String, Object> withValues(Map<String, Object> base, Object... more) {
+    Map<String, Object> all = new LinkedHashMap<>(base);
+    all.putAll(values(more));
+    return all;
   }
 
   @Test

@@ -318,6 +318,35 @@ class ProbeTest {
     assertTrue(failures.get(0).endsWith("but a profiled tool may reach nothing directly"), failures.toString());
   }
 
+  /** tool.egress.internet=false (D11): the plain tool probe pod, without a profile, must reach nothing at all. */
+  @Test
+  void withTheInternetOffThePlainToolProbeReachesNothingAndTheRunnerHoldsThePoliciesToIt() throws Exception {
+    Map<String, Object> off = EgressRenderTest.withValues(PROFILES, "tool.egress.internet", false,
+        "tool.egress.defaultProfile", "weather");
+    HelmChart.Rendered rendered = HelmChart.render(off);
+    List<Map<String, Object>> pods = dryRun(rendered);
+    List<String> tool = new ArrayList<>(List.of("--dns", "kubernetes.default.svc.cluster.local", "--closed",
+        "icmp:gateway", "--ipv6-sweep", "443,6443,10250,53,8080,8181", "--no-sa-token", "--unshare", "--seccomp",
+        "--readonly-root", "--runtime-class="));
+    tool.addAll(List.of("--closed", "icmp:169.254.169.254", "--closed", "tcp:169.254.169.254:80",
+        "--closed", "icmp:10.23.0.10", "--closed", "tcp:10.23.0.10:80", "--closed", "icmp:203.0.113.10",
+        "--closed", "tcp:203.0.113.10:80", "--closed", "tcp-dns:203.0.113.10:53", "--closed", "udp-dns:203.0.113.10:53",
+        "--closed", "tcp-dns:10.96.0.10:53", "--closed", "udp-dns:10.96.0.10:53", "--tcp", "10.96.0.1:443"));
+    assertEquals(tool, at(pods.get(1), "spec", "containers", 0, "args"), "every cell closed, DNS and the API server too");
+    assertNull(at(pods.get(1), "metadata", "labels", "sandboxd.io/egress"), "the plain tool pod: no profile");
+    Map<String, Object> params = rendered.get("ConfigMap", "sandboxd-admission-params");
+    for (Map<String, Object> pod : probePods(rendered)) {
+      assertEquals(List.of(), denials(pod, params), "probe pod " + at(pod, "metadata", "generateName"));
+    }
+    // The tool policy of the internet (as with the value on) fails the claim before anything is measured.
+    List<Map<String, Object>> internetPolicies = sandboxPolicies(HelmChart.render(PROFILES));
+    List<String> failures = (List<String>) dryRunAgainst(rendered, internetPolicies).get("failures");
+    assertEquals(1, failures.size(), failures.toString());
+    assertTrue(failures.get(0).startsWith("tool: the policies open ['cluster DNS tcp-dns'"), failures.toString());
+    assertTrue(failures.get(0).endsWith("but a tool without a profile (tool.egress.internet=false) may reach nothing"),
+        failures.toString());
+  }
+
   @Test
   void probePodsPassTheSameFailClosedGateAsSandboxdsPods() {
     List<Map<String, Object>> pods = probePods(HelmChart.render(values("isolationGate.extraClosed[0]", "tcp:10.0.0.5:443")));

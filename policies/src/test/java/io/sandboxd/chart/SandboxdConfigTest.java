@@ -43,7 +43,7 @@ class SandboxdConfigTest {
           maxResponseBytes: 8388608
           requireImageDigest: false
           warmImages: []
-          egress: {defaultProfile: internet, profiles: []}
+          egress: {defaultProfile: internet, internet: true, profiles: []}
           limits: {cpu: "2", memory: 1Gi, ephemeralStorage: 512Mi}
           requests: {cpu: 50m, memory: 64Mi, ephemeralStorage: 64Mi}
         security:

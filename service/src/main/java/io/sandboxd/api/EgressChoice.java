@@ -8,7 +8,8 @@ import io.sandboxd.tokens.ProjectIdentity;
 
 /**
  * The egress profile of a tool call (D11): the one the caller's token names in its {@code egress} claim, else the
- * chart's {@code tool.egress.defaultProfile}; a profile this sandboxd was not installed with is refused by name.
+ * chart's {@code tool.egress.defaultProfile}; a profile this sandboxd was not installed with is refused by name, and so
+ * is {@code internet} when {@code tool.egress.internet=false} switched it off.
  */
 final class EgressChoice {
 
@@ -29,7 +30,9 @@ final class EgressChoice {
         String profile = identity.egress() == null ? settings.defaultProfile() : identity.egress();
         if (!settings.has(profile)) {
             TreeSet<String> known = new TreeSet<>(settings.profilePorts().keySet());
-            known.add(EgressSettings.INTERNET);
+            if (settings.internet()) {
+                known.add(EgressSettings.INTERNET);
+            }
             throw ApiException.forbidden("this project's token names egress profile " + CallerText.quote(profile)
                                                  + ", which this sandboxd does not have (tool.egress.profiles): "
                                                  + "it has " + String.join(", ", known));

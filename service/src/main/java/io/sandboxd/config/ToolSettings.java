@@ -54,6 +54,7 @@ public record ToolSettings(int defaultTimeoutSeconds,
     }
 
     static ToolSettings from(Config node) {
+        EgressSettings egress = EgressSettings.from(node.get("egress"));
         return new ToolSettings(
                 node.get("defaultTimeoutSeconds").asInt().orElse(30),
                 node.get("maxTimeoutSeconds").asInt().orElse(120),
@@ -64,7 +65,7 @@ public record ToolSettings(int defaultTimeoutSeconds,
                 ResourceSettings.from(node.get("requests"), new ResourceSettings("50m", "64Mi", "64Mi")),
                 node.get("tmpSizeLimit").asString().orElse("64Mi"),
                 node.get("requireImageDigest").asBoolean().orElse(false),
-                WarmToolImage.listFrom(node.get("warmImages")),
-                EgressSettings.from(node.get("egress")));
+                WarmToolImage.listFrom(node.get("warmImages"), egress.defaultProfile()),
+                egress);
     }
 }

@@ -77,13 +77,22 @@ public record WarmToolImage(String image, int pods, int reservePerReplica, Strin
     }
 
     static List<WarmToolImage> listFrom(Config node) {
+        return listFrom(node, EgressSettings.INTERNET);
+    }
+
+    /**
+     * @param node          the {@code warmImages} list
+     * @param defaultEgress the profile of an entry that names none ({@code tool.egress.defaultProfile})
+     * @return its entries
+     */
+    static List<WarmToolImage> listFrom(Config node, String defaultEgress) {
         List<WarmToolImage> images = new ArrayList<>();
         Set<String> seen = new HashSet<>();
         for (Config entry : node.asNodeList().orElse(List.of())) {
             int pods = entry.get("pods").asInt().orElse(1);
             WarmToolImage image = new WarmToolImage(entry.get("image").asString().orElse(""), pods,
                                                     entry.get("reservePerReplica").asInt().orElse(pods),
-                                                    entry.get("egress").asString().orElse(EgressSettings.INTERNET));
+                                                    entry.get("egress").asString().orElse(defaultEgress));
             if (!seen.add(image.image())) {
                 throw new IllegalArgumentException("sandbox.tool.warmImages: \"" + image.image() + "\" is listed twice");
             }

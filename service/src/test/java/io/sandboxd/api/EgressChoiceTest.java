@@ -37,6 +37,33 @@ class EgressChoiceTest {
     }
 
     @Test
+    void aTokenClaimingTheInternetIsRefusedAsAnUnknownProfileWhenTheChartSwitchedItOff() {
+        EgressSettings off = new EgressSettings("weather", "sandboxd-egress.sandboxd.svc",
+                                                Map.of("weather", 3128, "github", 3129), false);
+        EgressChoice choice = new EgressChoice(off);
+        ApiException e = assertThrows(ApiException.class,
+                                      () -> choice.profileOf(new ProjectIdentity("p", "a", "img", "internet")));
+        assertEquals(403, e.status());
+        assertEquals("this project's token names egress profile \"internet\", which this sandboxd does not have "
+                             + "(tool.egress.profiles): it has github, weather", e.getMessage());
+        assertEquals("weather", choice.profileOf(new ProjectIdentity("p", "a", "img")), "no claim: the default");
+        assertEquals("github", choice.profileOf(new ProjectIdentity("p", "a", "img", "github")));
+        // On (the default), the same claim is the seeds' internet.
+        EgressSettings on = new EgressSettings("weather", "sandboxd-egress.sandboxd.svc",
+                                               Map.of("weather", 3128, "github", 3129), true);
+        assertEquals("internet", new EgressChoice(on).profileOf(new ProjectIdentity("p", "a", "img", "internet")));
+    }
+
+    @Test
+    void withTheInternetOffTheDefaultAndWarmPodsMustNameAProfile() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new EgressSettings("internet", "proxy", Map.of("weather", 3128), false));
+        assertEquals("sandbox.tool.egress.defaultProfile is internet, which sandbox.tool.egress.internet=false "
+                             + "switches off: name a profile of sandbox.tool.egress.profiles", e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new EgressSettings("internet", "", Map.of(), false));
+    }
+
+    @Test
     void settingsThatNameNoSuchDefaultOrReserveInternetAreRefused() {
         assertThrows(IllegalArgumentException.class, () -> new EgressSettings("weather", "proxy", Map.of()));
         assertThrows(IllegalArgumentException.class,

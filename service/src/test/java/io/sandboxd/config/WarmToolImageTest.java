@@ -50,6 +50,23 @@ class WarmToolImageTest {
     }
 
     @Test
+    void withTheInternetSwitchedOffAWarmImageNeverStartsWithIt() {
+        Map<String, String> off = Map.of("egress.internet", "false", "egress.defaultProfile", "weather",
+                                         "egress.proxyHost", "sandboxd-egress.sandboxd.svc",
+                                         "egress.profiles.0.name", "weather", "egress.profiles.0.port", "3128",
+                                         "warmImages.0.image", "a:1");
+        ToolSettings tool = ToolSettings.from(Config.just(ConfigSources.create(off)));
+        assertFalse(tool.egress().has(EgressSettings.INTERNET));
+        assertEquals("weather", tool.warmImages().get(0).egress(), "an entry without egress: the default profile");
+        Map<String, String> warmInternet = new java.util.HashMap<>(off);
+        warmInternet.put("warmImages.0.egress", "internet");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ToolSettings.from(Config.just(ConfigSources.create(warmInternet))));
+        assertTrue(e.getMessage().contains("names egress profile \"internet\", which is not configured"),
+                   e.getMessage());
+    }
+
+    @Test
     void badEntriesAreRefused() {
         assertThrows(IllegalArgumentException.class, () -> new WarmToolImage("", 1));
         assertThrows(IllegalArgumentException.class, () -> new WarmToolImage("a:1", 0));
