@@ -4,16 +4,18 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.ToIntFunction;
 
 /**
- * The order in which this replica's requests waiting for a warm pod are served: round-robin across projects, first
- * come first served within a project. The next pod goes to the project served least recently (one not served yet in
- * this busy spell first; among those, the one whose request has waited longest), so one project's burst cannot make
- * another project's requests wait behind it: with A's 12 requests and B's 1 waiting, B's is served second, not
- * thirteenth.
+ * The order in which this replica's requests waiting for a warm pod are served: the next pod goes to the waiting
+ * project that has the fewest pods in use now (handed to its requests on this replica, not yet released), so a project that already
+ * runs many gets none until the others have caught up with it (max-min fairness). Among projects with as many in use,
+ * round-robin: the project served least recently in this busy spell first, and among those the request that has waited
+ * longest; within a project, first come first served. With A's 21 requests waiting while 3 of its runs are under way,
+ * B's 4 requests get the next 4 pods, not every other one.
  *
  * <p>Only the request whose turn it is tries to take a pod ({@link #isNext}); it leaves the queue when it has one or
- * gives up, and the next turn begins. Once nobody waits, the history is forgotten.
+ * gives up, and the next turn begins. Once nobody waits, the round-robin history is forgotten.
  */
 final class FairQueue {
 
@@ -32,12 +34,20 @@ final class FairQueue {
         }
     }
 
+    private final ToIntFunction<String> inUse;
     private final Map<String, Deque<Turn>> waiting = new HashMap<>();
     /** When each project was last served (a sequence number), within the current busy spell. */
     private final Map<String, Long> lastServed = new HashMap<>();
     private long arrivals;
     private long served;
     private Turn next;
+
+    /**
+     * @param inUse pods a project has in use now (claimed, not yet released)
+     */
+    FairQueue(ToIntFunction<String> inUse) {
+        this.inUse = inUse;
+    }
 
     /**
      * Queues a request.
@@ -100,15 +110,22 @@ final class FairQueue {
         return count;
     }
 
-    /** The head of the project served least recently; ties go to the request that has waited longest. */
+    /**
+     * The head of the project with the fewest pods in use; ties go to the project served least recently, then to the
+     * request that has waited longest.
+     */
     private Turn choose() {
         Turn best = null;
+        int bestInUse = Integer.MAX_VALUE;
         long bestServed = Long.MAX_VALUE;
         for (Deque<Turn> queue : waiting.values()) {
             Turn head = queue.peekFirst();
+            int using = inUse.applyAsInt(head.project);
             long servedAt = lastServed.getOrDefault(head.project, 0L);
-            if (best == null || servedAt < bestServed || (servedAt == bestServed && head.arrival < best.arrival)) {
+            if (best == null || using < bestInUse || using == bestInUse && (servedAt < bestServed
+                    || servedAt == bestServed && head.arrival < best.arrival)) {
                 best = head;
+                bestInUse = using;
                 bestServed = servedAt;
             }
         }

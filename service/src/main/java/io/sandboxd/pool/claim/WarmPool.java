@@ -3,7 +3,9 @@ package io.sandboxd.pool.claim;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.Predicate;
@@ -29,8 +31,9 @@ import io.fabric8.kubernetes.api.model.Pod;
  * the leader's job ({@link io.sandboxd.pool.control.PoolReconciler}), except that the request that used a pod deletes
  * it.
  *
- * <p>Requests of this replica take pods in turn, in a {@link FairQueue}: round-robin across projects, so one
- * project's burst of waiting requests does not make another project's requests wait behind it.
+ * <p>Requests of this replica take pods in turn, in a {@link FairQueue}: the project with the fewest pods in use goes
+ * first, round-robin among equals, so one project's burst of waiting requests does not make another project's
+ * requests wait behind it.
  */
 public final class WarmPool implements AutoCloseable {
 
@@ -52,8 +55,10 @@ public final class WarmPool implements AutoCloseable {
     private final ReservedPods reservations;
     private final Predicate<Pod> current;
     private final PoolTimes times;
-    /** Whose turn it is to take the next pod. */
-    private final FairQueue turns = new FairQueue();
+    /** Pods handed to this replica's requests and not released yet: the project of each, by pod name. */
+    private final Map<String, String> inUse = new ConcurrentHashMap<>();
+    /** Whose turn it is to take the next pod: the project with the fewest pods in use first. */
+    private final FairQueue turns = new FairQueue(this::inUseBy);
     /** Deletions run on their own threads: a run's response must not wait for the API server. */
     private final ExecutorService deletions = Executors.newVirtualThreadPerTaskExecutor();
 
@@ -113,6 +118,7 @@ public final class WarmPool implements AutoCloseable {
                 }
                 return pod;
             }, wait);
+            claimed.ifPresent(pod -> inUse.put(pod.name(), project)); // counted before the next turn is chosen
             return claimed.orElseThrow(() -> new FailedRun(new Failure.NoWarmPod()));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -132,6 +138,7 @@ public final class WarmPool implements AutoCloseable {
      * @param podName pod name
      */
     public void release(String podName) {
+        inUse.remove(podName);
         reservations.handOverSettled(podName).thenRunAsync(() -> {
             try {
                 deleteRetrying(podName);
@@ -156,6 +163,20 @@ public final class WarmPool implements AutoCloseable {
                 return;
             }
         }
+    }
+
+    /**
+     * @param project a project
+     * @return pods this replica handed to its requests and has not released yet
+     */
+    private int inUseBy(String project) {
+        int count = 0;
+        for (String holder : inUse.values()) {
+            if (holder.equals(project)) {
+                count++;
+            }
+        }
+        return count;
     }
 
     /**

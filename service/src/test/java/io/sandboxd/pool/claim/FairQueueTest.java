@@ -1,7 +1,9 @@
 package io.sandboxd.pool.claim;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 
@@ -10,11 +12,38 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The order in which waiting requests get pods: round-robin across projects, first come first served within one.
+ * The order in which waiting requests get pods: the project with the fewest pods in use first, round-robin across
+ * projects with as many, first come first served within one.
  */
 class FairQueueTest {
 
-    private final FairQueue queue = new FairQueue();
+    /** Pods each project has in use, as the pool shows them. */
+    private final Map<String, Integer> inUse = new HashMap<>();
+    private final FairQueue queue = new FairQueue(project -> inUse.getOrDefault(project, 0));
+
+    @Test
+    void aProjectWithFewerPodsInUseGetsEveryNextPodUntilItHasCaughtUp() {
+        // Issue 43 point 10: A's burst runs 3 pods and 21 more of its requests wait; B's 4 requests arrive.
+        inUse.put("a", 3);
+        List<FairQueue.Turn> turns = new ArrayList<>();
+        for (int i = 0; i < 21; i++) {
+            turns.add(queue.enter("a"));
+        }
+        for (int i = 0; i < 4; i++) {
+            turns.add(queue.enter("b"));
+        }
+        List<String> order = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            FairQueue.Turn next = turns.stream().filter(queue::isNext).findFirst().orElseThrow();
+            turns.remove(next);
+            inUse.merge(next.project(), 1, Integer::sum); // WarmPool counts the pod before the next turn is chosen
+            queue.leave(next, true);
+            order.add(next.project());
+        }
+        // B gets the next three (0, 1, 2 < 3 in use), then the two alternate from 3 each; B's last is the 5th pod,
+        // where round-robin alone gives it the 8th.
+        assertEquals(List.of("b", "b", "b", "a", "b", "a", "a", "a"), order);
+    }
 
     @Test
     void projectsTakeTurnsAndEachProjectsRequestsKeepTheirOrder() {
