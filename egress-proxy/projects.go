@@ -71,8 +71,10 @@ func podIP(obj interface{}) ([]string, error) {
 }
 
 // of names the pod that holds ip now: one not yet ended (a pod that ended keeps its address in its status, which a
-// new pod may hold again). Not only a Running one: sandboxd calls a tool pod as soon as it answers, often before the
-// kubelet has reported it Running, so the pod making the connection may still read Pending.
+// new pod may hold again) and not being deleted (its deletionTimestamp set: its address is about to be released, and
+// once released it may be given to a new pod while this one is still listed). Not only a Running one: sandboxd calls
+// a tool pod as soon as it answers, often before the kubelet has reported it Running, so the pod making the
+// connection may still read Pending.
 func (p *podProjects) of(ip string) (string, string) {
 	objects, err := p.indexer.ByIndex(byIP, ip)
 	if err != nil {
@@ -80,7 +82,8 @@ func (p *podProjects) of(ip string) (string, string) {
 	}
 	for _, obj := range objects {
 		pod := obj.(*corev1.Pod)
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed ||
+			pod.DeletionTimestamp != nil {
 			continue
 		}
 		if project := pod.Annotations["sandboxd.io/project"]; project != "" {

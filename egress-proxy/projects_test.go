@@ -60,3 +60,19 @@ func TestAnAddressOfNoToolPodAndAPodWithoutTheAnnotationAreUnknown(t *testing.T)
 		t.Fatalf("got %q %q", project, pod)
 	}
 }
+
+// A pod being deleted still lists its address while the kubelet stops it; once the address is released a new pod may
+// hold it. The deleted pod's project is not given to the address, whether or not the new pod is seen yet.
+func TestAPodBeingDeletedNamesNoProjectForItsAddress(t *testing.T) {
+	deleting := toolPod("tool-old", "10.244.0.14", corev1.PodRunning, "team-red")
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	p := indexed(t, deleting)
+	if project, pod := p.of("10.244.0.14"); project != "unknown" || pod != "" {
+		t.Fatalf("a pod being deleted was named: %q %q", project, pod)
+	}
+	p = indexed(t, deleting, toolPod("tool-new", "10.244.0.14", corev1.PodPending, "team-blue"))
+	if project, pod := p.of("10.244.0.14"); project != "team-blue" || pod != "tool-new" {
+		t.Fatalf("got %q %q", project, pod)
+	}
+}
