@@ -17,6 +17,69 @@ type Config struct {
 	MetricsPort           int       `json:"metricsPort"`
 	Namespace             string    `json:"namespace"`
 	ConnectTimeoutSeconds int       `json:"connectTimeoutSeconds"`
+	Limits                Limits    `json:"limits"`
+}
+
+// Limits bound what the proxy holds, so that no tool pod and no project can take it from the others and no flood can
+// take its memory (limits.go). A field left out (or 0) takes the default below, the chart's (tool.egress.proxy.limits).
+type Limits struct {
+	// Connections held at once, all sources together: past it a new connection gets 503 and is closed. Sized from
+	// the memory a held connection can cost (README.md) and the pod's memory limit.
+	Connections int `json:"connections"`
+	// Connections held at once from one source address (one tool pod): past it 429.
+	ConnectionsPerPod int `json:"connectionsPerPod"`
+	// Connections held at once from the tool pods of one project (by their address, projects.go): past it 429.
+	ConnectionsPerProject int `json:"connectionsPerProject"`
+	// A request's line and headers must arrive within this; then the connection is closed.
+	HeaderSeconds float64 `json:"headerSeconds"`
+	// A request's line and headers may take this many bytes; past it 431 and the connection is closed.
+	HeaderBytes int `json:"headerBytes"`
+	// A tunnel, or a kept-alive connection between requests, with no byte either way for this long is closed.
+	IdleSeconds float64 `json:"idleSeconds"`
+	// A tunnel is closed this long after it opened, busy or not.
+	TunnelSeconds float64 `json:"tunnelSeconds"`
+	// The kernel buffers of each of the proxy's sockets, each way (SO_RCVBUF, SO_SNDBUF; Linux allots up to twice
+	// this): without them a tunnel whose client stops reading a download, or whose destination stops reading an
+	// upload, holds megabytes of the pod's memory in its sockets (Linux grows them up to tcp_rmem, tcp_wmem).
+	SocketBufferBytes int `json:"socketBufferBytes"`
+}
+
+// DefaultLimits are the limits of a configuration that leaves them out, and the chart's defaults. A held connection
+// costs at most about 64 KB of the process and, a tunnel stalled both ways, 4 sockets' buffers of the kernel (each up
+// to twice socketBufferBytes: 512 KiB); 256 of them, 144 MiB, and the process's own 35-40 MiB stay under the chart's
+// 256 Mi (README.md has the measurements). One project may hold half.
+var DefaultLimits = Limits{
+	Connections:           256,
+	ConnectionsPerPod:     32,
+	ConnectionsPerProject: 128,
+	HeaderSeconds:         10,
+	HeaderBytes:           16 << 10,
+	IdleSeconds:           120,
+	TunnelSeconds:         3600,
+	SocketBufferBytes:     64 << 10,
+}
+
+// withDefaults fills the limits left out.
+func (l Limits) withDefaults() Limits {
+	fill := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	fillSeconds := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	fill(&l.Connections, DefaultLimits.Connections)
+	fill(&l.ConnectionsPerPod, DefaultLimits.ConnectionsPerPod)
+	fill(&l.ConnectionsPerProject, DefaultLimits.ConnectionsPerProject)
+	fillSeconds(&l.HeaderSeconds, DefaultLimits.HeaderSeconds)
+	fill(&l.HeaderBytes, DefaultLimits.HeaderBytes)
+	fillSeconds(&l.IdleSeconds, DefaultLimits.IdleSeconds)
+	fillSeconds(&l.TunnelSeconds, DefaultLimits.TunnelSeconds)
+	fill(&l.SocketBufferBytes, DefaultLimits.SocketBufferBytes)
+	return l
 }
 
 // Profile is one egress profile: the port its tool pods reach the proxy on, and what they may reach through it.
@@ -89,6 +152,21 @@ func (c *Config) Validate() error {
 	}
 	if c.MetricsPort < 1 || c.MetricsPort > 65535 {
 		return fmt.Errorf("metricsPort %d is not in 1..65535", c.MetricsPort)
+	}
+	l := c.Limits
+	for name, v := range map[string]float64{"connections": float64(l.Connections),
+		"connectionsPerPod": float64(l.ConnectionsPerPod), "connectionsPerProject": float64(l.ConnectionsPerProject),
+		"headerSeconds": l.HeaderSeconds, "headerBytes": float64(l.HeaderBytes), "idleSeconds": l.IdleSeconds,
+		"tunnelSeconds": l.TunnelSeconds, "socketBufferBytes": float64(l.SocketBufferBytes)} {
+		if v < 0 {
+			return fmt.Errorf("limits.%s %v is negative", name, v)
+		}
+	}
+	if l.HeaderBytes != 0 && l.HeaderBytes < 1024 {
+		return fmt.Errorf("limits.headerBytes %d is under 1024: no real request would fit", l.HeaderBytes)
+	}
+	if l.SocketBufferBytes != 0 && l.SocketBufferBytes < 4096 {
+		return fmt.Errorf("limits.socketBufferBytes %d is under 4096", l.SocketBufferBytes)
 	}
 	return nil
 }

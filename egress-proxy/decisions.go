@@ -11,9 +11,14 @@ import (
 // Every decision is one JSON line with these fields beside smokescreen's own: profile, project, pod (from the tool
 // pod's address, never from the client), source, host, port, decision (allow|deny) and reason. smokescreen writes one
 // canonical line per request (CANONICAL-PROXY-DECISION); decisionFields adds the fields to it. A tunnel the guard
-// refuses after smokescreen allowed its CONNECT gets a line of its own (TUNNEL-REFUSED) with decision deny.
+// refuses after smokescreen allowed its CONNECT gets a line of its own (TUNNEL-REFUSED) with decision deny, and so does
+// a connection refused over a limit (CONNECTION-REFUSED, limits.go), at most refusalLinesPerSecond of those: a flood
+// is refused by the thousand, and the line that is written counts the ones that were not (refusals_not_logged).
 
-const tunnelRefused = "TUNNEL-REFUSED"
+const (
+	tunnelRefused         = "TUNNEL-REFUSED"
+	refusalLinesPerSecond = 10
+)
 
 type decisionFields struct {
 	proxy *Proxy
@@ -70,6 +75,23 @@ func (p *Proxy) logRefusedTunnel(g *tunnelGuard, sni, reason string) {
 	}
 	p.fill(fields, profile, g.RemoteAddr().String(), g.Host(), 0, false, reason)
 	p.sconfig.Log.WithFields(fields).Warn(tunnelRefused)
+}
+
+func (p *Proxy) logRefusedConnection(c net.Conn, limit, reason string) {
+	p.sconfig.MetricsClient.IncrWithTags("cn.refused", map[string]string{"limit": limit}, 1)
+	if !p.refusalLines.Allow() {
+		p.refusalsNotLogged.Add(1)
+		return
+	}
+	profile := ""
+	if local, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		if pr, found := p.config.byPort(local.Port); found {
+			profile = pr.Name
+		}
+	}
+	fields := logrus.Fields{"refusals_not_logged": p.refusalsNotLogged.Swap(0)}
+	p.fill(fields, profile, c.RemoteAddr().String(), "", 0, false, reason)
+	p.sconfig.Log.WithFields(fields).Warn(connectionRefused)
 }
 
 func splitHostPort(authority string) (string, int) {

@@ -29,6 +29,7 @@ func main() {
 		for _, p := range config.Profiles {
 			fmt.Printf("profile %s: port %d, hosts %v, ports %v\n", p.Name, p.Port, p.Hosts, p.Ports)
 		}
+		fmt.Printf("limits: %+v\n", config.Limits.withDefaults())
 		return
 	}
 	logger := logrus.New()

@@ -7,23 +7,29 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/stripe/smokescreen/pkg/smokescreen"
 	acl "github.com/stripe/smokescreen/pkg/smokescreen/acl/v1"
 	"github.com/stripe/smokescreen/pkg/smokescreen/conntrack"
+	"golang.org/x/time/rate"
 )
 
 // Proxy is smokescreen, configured from Config: one ACL role per profile, chosen by the port a request arrived on;
 // the profile's ports checked after smokescreen's own decision; CONNECT tunnels guarded (tunnel.go); every decision
-// logged as one JSON line with the profile and the project (decisions.go).
+// logged as one JSON line with the profile and the project (decisions.go); connections counted and bounded per pod,
+// per project and in all, headers bounded in time and size, tunnels in idleness and age (limits.go).
 type Proxy struct {
-	config   *Config
-	sconfig  *smokescreen.Config
-	server   *http.Server
-	tunnels  *tunnels
-	projects projects
+	config            *Config
+	sconfig           *smokescreen.Config
+	server            *http.Server
+	tunnels           *tunnels
+	projects          projects
+	limits            *connLimits
+	refusalLines      *rate.Limiter
+	refusalsNotLogged atomic.Int64
 }
 
 // NewProxy builds the proxy. resolver may be nil (the system's: the pod's cluster DNS).
@@ -50,8 +56,26 @@ func NewProxy(c *Config, logger *logrus.Logger, resolver smokescreen.Resolver, n
 	}
 	sc.EgressACL = rules // no default rule: a request on no profile's port is refused
 	sc.Port = uint16(c.Profiles[0].Port)
-	p := &Proxy{config: c, sconfig: sc, projects: names}
-	p.tunnels = &tunnels{refused: p.logRefusedTunnel}
+	limits := c.Limits.withDefaults()
+	// smokescreen's idle timeout: the destination side of a tunnel (its InstrumentedConn bumps a deadline on every
+	// read and write), its connection tracker, the pooled connections of plain HTTP requests. The client side of a
+	// tunnel is the guard's (tunnel.go), which takes the place of smokescreen's ConnectClientConnHandler.
+	sc.IdleTimeout = seconds(limits.IdleSeconds)
+	sc.ReadHeaderTimeout = seconds(limits.HeaderSeconds)
+	// smokescreen's own dial (it passes the address it resolved and checked), with the destination socket's buffers
+	// bounded as the client's are (limits.go).
+	sc.ProxyDialTimeout = func(ctx context.Context, network, address string, timeout time.Duration) (net.Conn, error) {
+		conn, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, address)
+		if err == nil {
+			boundBuffers(conn, limits.SocketBufferBytes)
+		}
+		return conn, err
+	}
+	p := &Proxy{config: c, sconfig: sc, projects: names,
+		refusalLines: rate.NewLimiter(refusalLinesPerSecond, refusalLinesPerSecond)}
+	p.tunnels = &tunnels{refused: p.logRefusedTunnel, helloWait: sc.ReadHeaderTimeout, idle: sc.IdleTimeout,
+		lifetime: seconds(limits.TunnelSeconds)}
+	p.limits = newConnLimits(limits, names, p.logRefusedConnection)
 	sc.RoleFromRequest = p.profileOf
 	sc.PostDecisionRequestHandler = p.afterDecision
 	logger.AddHook(&decisionFields{proxy: p})
@@ -64,9 +88,15 @@ func NewProxy(c *Config, logger *logrus.Logger, resolver smokescreen.Resolver, n
 	sc.ConnTracker = conntrack.NewTracker(sc.IdleTimeout, sc.MetricsClient, sc.Log, sc.ShuttingDown, nil)
 	handler := smokescreen.BuildProxy(sc)
 	handler.ConnectClientConnHandler = p.tunnels.guard
+	// MaxHeaderBytes bounds what net/http buffers of a request line and its headers (it reads up to that plus its
+	// 4 KiB buffer, then answers 431); goproxy reads no request of its own on a CONNECT it does not intercept.
 	p.server = &http.Server{Handler: handler, ReadHeaderTimeout: sc.ReadHeaderTimeout, ReadTimeout: sc.ReadTimeout,
-		WriteTimeout: sc.WriteTimeout}
+		WriteTimeout: sc.WriteTimeout, IdleTimeout: sc.IdleTimeout, MaxHeaderBytes: limits.HeaderBytes}
 	return p, nil
+}
+
+func seconds(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second))
 }
 
 // Serve serves one listener per profile (the listener's port is the profile) until Shutdown.
@@ -75,7 +105,7 @@ func (p *Proxy) Serve(listeners []net.Listener) error {
 	p.sconfig.ShuttingDown.Store(false)
 	errs := make(chan error, len(listeners))
 	for _, l := range listeners {
-		go func(l net.Listener) { errs <- p.server.Serve(l) }(l)
+		go func(l net.Listener) { errs <- p.server.Serve(p.limits.listen(l)) }(l)
 	}
 	err := <-errs
 	if errors.Is(err, http.ErrServerClosed) {

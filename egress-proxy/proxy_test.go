@@ -39,16 +39,22 @@ func (r testResolver) LookupIP(_ context.Context, _, host string) ([]net.IP, err
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
-// countingListener counts the bytes every accepted connection delivers to the upstream server.
+// countingListener counts the bytes every accepted connection delivers to the upstream server; buffers, when set,
+// fixes the kernel buffers of its connections.
 type countingListener struct {
 	net.Listener
-	bytes *atomic.Int64
+	bytes   *atomic.Int64
+	buffers int
 }
 
 func (l countingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
+	}
+	if l.buffers > 0 {
+		_ = c.(*net.TCPConn).SetReadBuffer(l.buffers)
+		_ = c.(*net.TCPConn).SetWriteBuffer(l.buffers)
 	}
 	return countingConn{Conn: c, bytes: l.bytes}, nil
 }
@@ -64,11 +70,26 @@ func (c countingConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// CloseWrite, SetReadBuffer and SetWriteBuffer reach the connection under the count.
+func (c countingConn) CloseWrite() error {
+	return c.Conn.(*net.TCPConn).CloseWrite()
+}
+
+func (c countingConn) SetReadBuffer(n int) error {
+	return c.Conn.(*net.TCPConn).SetReadBuffer(n)
+}
+
+func (c countingConn) SetWriteBuffer(n int) error {
+	return c.Conn.(*net.TCPConn).SetWriteBuffer(n)
+}
+
 type fixture struct {
 	proxy              *Proxy
 	ports              map[string]int // profile → proxy port
 	tlsPort, plainPort int
-	tlsBytes           *atomic.Int64
+	tlsBytes           *atomic.Int64 // bytes the upstream TLS server received
+	proxyBytes         *atomic.Int64 // bytes the proxy read from its clients
+	bigBytes           *atomic.Int64 // bytes of /big the upstream wrote
 	plainHits          *atomic.Int64
 	logs               *syncBuffer
 }
@@ -99,15 +120,33 @@ func (b *syncBuffer) lines() []map[string]interface{} {
 
 func start(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{tlsBytes: &atomic.Int64{}, plainHits: &atomic.Int64{}, logs: &syncBuffer{}, ports: map[string]int{}}
+	return startWith(t, Limits{}, noProjects{})
+}
+
+// startWith starts the fixture with these limits (left out: the defaults) and this view of the projects.
+func startWith(t *testing.T, limits Limits, names projects) *fixture {
+	t.Helper()
+	f := &fixture{tlsBytes: &atomic.Int64{}, proxyBytes: &atomic.Int64{}, bigBytes: &atomic.Int64{},
+		plainHits: &atomic.Int64{}, logs: &syncBuffer{}, ports: map[string]int{}}
 	upstream := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" { // an answer larger than every buffer on the way
+			chunk := bytes.Repeat([]byte("x"), 64<<10)
+			for i := 0; i < 1024; i++ {
+				n, err := w.Write(chunk)
+				f.bigBytes.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+			return
+		}
 		_, _ = io.WriteString(w, "hello from "+r.TLS.ServerName)
 	}))
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	upstream.Listener = countingListener{Listener: inner, bytes: f.tlsBytes}
+	upstream.Listener = countingListener{Listener: inner, bytes: f.tlsBytes, buffers: 16 << 10}
 	upstream.StartTLS()
 	t.Cleanup(upstream.Close)
 	f.tlsPort = inner.Addr().(*net.TCPAddr).Port
@@ -124,7 +163,7 @@ func start(t *testing.T) *fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		listeners = append(listeners, l)
+		listeners = append(listeners, countingListener{Listener: l, bytes: f.proxyBytes})
 		f.ports[name] = l.Addr().(*net.TCPAddr).Port
 	}
 	config := &Config{
@@ -136,6 +175,7 @@ func start(t *testing.T) *fixture {
 		BlockedCidrs: []string{"169.254.0.0/16", "10.0.0.0/8", "240.0.0.0/4"},
 		AllowedCidrs: []string{"127.0.0.1/32"},
 		MetricsPort:  1,
+		Limits:       limits,
 	}
 	if err := config.Validate(); err != nil {
 		t.Fatal(err)
@@ -145,7 +185,7 @@ func start(t *testing.T) *fixture {
 	logger.SetFormatter(&logrus.JSONFormatter{})
 	resolver := testResolver{"allowed.test": "127.0.0.1", "other.test": "127.0.0.1",
 		"meta.rebind.test": "169.254.169.254", "ten.rebind.test": "10.1.2.3", "e.rebind.test": "240.0.0.10"}
-	f.proxy, err = NewProxy(config, logger, resolver, noProjects{})
+	f.proxy, err = NewProxy(config, logger, resolver, names)
 	if err != nil {
 		t.Fatal(err)
 	}

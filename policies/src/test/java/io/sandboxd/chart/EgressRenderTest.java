@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.LinkedHashMap;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -114,6 +115,36 @@ class EgressRenderTest {
     Map<String, Object> all = new LinkedHashMap<>(base);
     all.putAll(values(more));
     return all;
+  }
+
+  /**
+   * Issue 43: the proxy's limits (egress-proxy/limits.go) rendered from tool.egress.proxy.limits, each as the proxy's
+   * configuration names it, the memory limit sized for the connection cap, and a tunnel lifetime shorter than a tool
+   * call refused.
+   */
+  @Test
+  void theProxysLimitsAreRenderedAndATunnelLifetimeUnderAToolCallIsRefused() throws Exception {
+    JsonNode limits = new ObjectMapper().readTree(
+        (String) at(RENDERED.get("ConfigMap", "sandboxd-egress"), "data", "config.json")).get("limits");
+    assertEquals(Map.of("connections", 256, "connectionsPerPod", 32, "connectionsPerProject", 128,
+        "headerSeconds", 10, "headerBytes", 16384, "idleSeconds", 120, "tunnelSeconds", 3600,
+        "socketBufferBytes", 65536), new ObjectMapper().convertValue(limits, Map.class));
+    assertEquals("256Mi", at(RENDERED.get("Deployment", "sandboxd-egress"), "spec", "template", "spec", "containers",
+        0, "resources", "limits", "memory"), "40 MiB + 256 x (64 KiB + 8 x 64 KiB) = 184 MiB must fit");
+
+    Map<String, Object> changed = new HashMap<>(PROFILES);
+    changed.putAll(values("tool.egress.proxy.limits.connectionsPerPod", 5, "tool.egress.proxy.limits.idleSeconds", 30));
+    JsonNode rendered = new ObjectMapper().readTree((String) at(HelmChart.render(changed)
+        .get("ConfigMap", "sandboxd-egress"), "data", "config.json")).get("limits");
+    assertEquals(5, rendered.get("connectionsPerPod").asInt());
+    assertEquals(30, rendered.get("idleSeconds").asInt());
+    assertEquals(256, rendered.get("connections").asInt(), "the others keep their defaults");
+
+    Map<String, Object> brief = new HashMap<>(PROFILES);
+    brief.putAll(values("tool.egress.proxy.limits.tunnelSeconds", 100));
+    HelmChart.HelmFailure failure = assertThrows(HelmChart.HelmFailure.class, () -> HelmChart.render(brief));
+    assertTrue(failure.getMessage().contains("tool.egress.proxy.limits.tunnelSeconds (100) must be above "
+        + "tool.maxTimeoutSeconds (120)"), failure.getMessage());
   }
 
   @Test
