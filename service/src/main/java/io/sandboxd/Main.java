@@ -15,6 +15,7 @@ import io.sandboxd.api.ApiMetrics;
 import io.sandboxd.api.ApiRouting;
 import io.sandboxd.api.InFlightRequests;
 import io.sandboxd.api.ProjectAuthenticator;
+import io.sandboxd.api.Replies;
 import io.sandboxd.api.RequestBodies;
 import io.sandboxd.config.ConfigLoader;
 import io.sandboxd.config.DeadlineBudget;
@@ -85,9 +86,13 @@ public final class Main {
                                                      RequestBodies.create(sandbox.snippet(), sandbox.tool(),
                                                                           sandbox.requestBodies(),
                                                                           Runtime.getRuntime().maxMemory()),
+                                                     Replies.create(sandbox.snippet(), sandbox.tool(),
+                                                                    sandbox.replies(),
+                                                                    Runtime.getRuntime().maxMemory()),
                                                      sandbox.mcp().enabled() ? Optional.of(cluster.mcp(sandbox.mcp()))
                                                              : Optional.empty());
         RequestBodies.registerMeters(components.bodies());
+        Replies.registerMeters(components.replies());
         ProcessHealth health = ProcessHealth.start();
         WebServerConfig.Builder serverConfig = WebServer.builder()
                 .config(config.get("server"))
@@ -99,7 +104,8 @@ public final class Main {
         WebServer server = serverConfig.build().start();
         LOGGER.info("sandboxd " + replicaId + " listening on port " + server.port() + "; sandbox namespace "
                             + sandbox.namespace() + "; max heap " + Runtime.getRuntime().maxMemory()
-                            + " bytes, request body budget " + components.bodies().budget());
+                            + " bytes, request body budget " + components.bodies().budget() + ", reply budget "
+                            + components.replies().budget());
 
         Duration drainLimit = budget.drain();
         Duration shutdownDelay = budget.shutdownDelay();

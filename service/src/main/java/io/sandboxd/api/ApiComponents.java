@@ -24,6 +24,7 @@ import io.sandboxd.run.ToolCaller;
  * @param metrics  meters
  * @param inFlight calls under way
  * @param bodies   how request bodies are read (caps, token bound, the replica's body budget)
+ * @param replies  the replica's reply budget (D14)
  * @param mcp      what {@code /mcp} needs, or empty when the MCP endpoint is off
  */
 public record ApiComponents(ProjectAuthenticator auth,
@@ -35,6 +36,7 @@ public record ApiComponents(ProjectAuthenticator auth,
                             ApiMetrics metrics,
                             InFlightRequests inFlight,
                             RequestBodies bodies,
+                            Replies replies,
                             Optional<Mcp> mcp) {
 
     /**

@@ -32,12 +32,13 @@ public final class ApiRouting {
         routing.addFilter(new ProjectAuthentication(components.auth(), calls, guarded(components)));
         ErrorMapping.register(routing);
         routing.register(new ExecuteService(components.snippets(), components.snippet(), components.bodies().execute(),
-                                            calls),
-                         new ToolCallService(components.tools(), components.tool(), components.bodies().call(), calls),
+                                            components.replies(), calls),
+                         new ToolCallService(components.tools(), components.tool(), components.bodies().call(),
+                                             components.replies(), calls),
                          new PoolService(components.pool()));
         components.mcp().ifPresent(mcp -> routing.register(
                 new McpService(components.snippets(), components.snippet(), new McpSessions(mcp.seal()), mcp.ends(),
-                               mcp.allowedOrigins(), components.bodies().execute(), calls)));
+                               mcp.allowedOrigins(), components.bodies().execute(), components.replies(), calls)));
     }
 
     /** The routes that run code for a project, and the methods there that need its token. */

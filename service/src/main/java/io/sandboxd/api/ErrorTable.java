@@ -5,12 +5,17 @@ import java.util.Map;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
 import io.sandboxd.limits.LimitExceeded;
+import io.sandboxd.limits.MemoryBudget;
 
 /**
  * The one table from a failure to its answer: HTTP status, outcome word (metrics and the audit line) and the contract's
  * error text, word for word (docs and the seeds). {@link ErrorMapping} sends it; {@link RouteCall} records it.
  */
 final class ErrorTable {
+
+    /** The 503's message when sandboxd had no room in memory for a pod's reply (D14): the code did run. */
+    static final String NO_ROOM_FOR_REPLY = "sandboxd is holding as many large sandbox replies as its memory allows; "
+            + "the code ran but its reply was dropped, try again shortly";
 
     /** The outcome of anything not in the table (500). */
     static final String INTERNAL_ERROR = "internal_error";
@@ -63,7 +68,8 @@ final class ErrorTable {
     }
 
     /**
-     * Every failure on sandboxd's side: no pod (503 {@code unavailable}) or a pod that failed (502 {@code bad_gateway}).
+     * Every failure on sandboxd's side: no pod (503 {@code unavailable}), a pod that failed (502
+     * {@code bad_gateway}), or no room for a pod's reply (503 {@code busy}, as a body without room).
      * The switch has no default: a new kind of failure does not compile until it has its line here.
      */
     private static Answer answer(Failure failure, String sandboxId) {
@@ -88,6 +94,10 @@ final class ErrorTable {
         case Failure.ToolRunnerRejected f -> podFailed("tool execution failed: the tool runner returned HTTP "
                 + f.status() + ": " + f.detail(), sandboxId);
         case Failure.InvalidToolReply f -> podFailed("invalid response from the tool sandbox", sandboxId);
+        case Failure.NoRoomForReply f -> new Answer(503, refused(503), NO_ROOM_FOR_REPLY,
+                                                    Map.of("Retry-After",
+                                                           Long.toString(MemoryBudget.RETRY_AFTER_SECONDS)),
+                                                    sandboxId);
         };
     }
 

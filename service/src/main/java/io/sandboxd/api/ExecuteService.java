@@ -22,18 +22,21 @@ final class ExecuteService implements HttpService {
     private final SnippetRunner runner;
     private final SnippetSettings settings;
     private final JsonBody body;
+    private final Replies replies;
     private final RouteCalls calls;
 
     /**
      * @param runner   snippet runs
      * @param settings snippet settings (timeouts)
      * @param body     how the route's body is read (its cap, the replica's body budget)
+     * @param replies  the replica's reply budget
      * @param calls    audit and metrics of each call
      */
-    ExecuteService(SnippetRunner runner, SnippetSettings settings, JsonBody body, RouteCalls calls) {
+    ExecuteService(SnippetRunner runner, SnippetSettings settings, JsonBody body, Replies replies, RouteCalls calls) {
         this.runner = runner;
         this.settings = settings;
         this.body = body;
+        this.replies = replies;
         this.calls = calls;
     }
 
@@ -51,14 +54,16 @@ final class ExecuteService implements HttpService {
         try (RouteCall call = calls.open(PATH, requestId)) {
             try {
                 call.caller(caller);
-                // the body's budget charge is held until the run ends: its code and files stay in memory until then
+                // the body's budget charge is held until the run ends: its code and files stay in memory until then;
+                // the reply's from when it arrives until the answer is written
                 try (JsonBody.Read<ExecuteRequest> read = body.read(req, caller.project(),
-                                                                   parser -> ExecuteRequest.read(parser, settings))) {
+                                                                   parser -> ExecuteRequest.read(parser, settings));
+                     ReplyCharge reply = replies.executorReply(caller.project())) {
                     ExecuteRequest request = read.value();
                     request.sessionId().ifPresent(call::session);
                     SnippetOutcome outcome = runner.run(new SnippetJob(caller, requestId, request.code(),
                                                                        request.timeoutSeconds(), request.files(),
-                                                                       request.sessionId()));
+                                                                       request.sessionId(), reply));
                     call.succeeded(outcome.sandboxId(), outcome.reply().exitCode(), "ok");
                     call.timing("wait_ms", outcome.waitMillis());
                     call.timing("pod_ms", outcome.podMillis());

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.io.IOException;
 
 import io.sandboxd.json.JsonLimits;
+import io.sandboxd.limits.MemoryBudget;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
@@ -14,8 +15,8 @@ import io.helidon.webserver.http.ServerRequest;
  * Reads one route's request bodies under bounds, in this order:
  * <ol>
  * <li>an announced length over the route's cap is 413 before anything is read;</li>
- * <li>the body is charged to the {@link BodyBudget} (its length, or the largest body the server accepts when it
- * comes chunked) and waits for room, or gets 503;</li>
+ * <li>the body is charged to the replica's body budget, a {@link MemoryBudget} (its length, or the largest body the
+ * server accepts when it comes chunked) and waits for room, or gets 503 {@value #NO_ROOM};</li>
  * <li>it is parsed as it streams in, under the route's {@link JsonLimits}: past the byte cap or the token bound is
  * 413, anything else wrong (not one JSON object, too deep, a number too long, a wrong field type) is 400
  * {@code invalid JSON body};</li>
@@ -23,6 +24,10 @@ import io.helidon.webserver.http.ServerRequest;
  * </ol>
  */
 final class JsonBody {
+
+    /** The 503's message when the body budget has no room for a body within its wait. */
+    static final String NO_ROOM = "sandboxd is holding as many large request bodies as its memory allows; "
+            + "try again shortly";
 
     /** Reads the body's JSON into what the route keeps. */
     @FunctionalInterface
@@ -50,7 +55,7 @@ final class JsonBody {
      * @param grant its budget charge
      * @param <T>   request type
      */
-    record Read<T>(T value, BodyBudget.Grant grant) implements AutoCloseable {
+    record Read<T>(T value, MemoryBudget.Grant grant) implements AutoCloseable {
         @Override
         public void close() {
             grant.close();
@@ -59,7 +64,7 @@ final class JsonBody {
 
     private final JsonLimits limits;
     private final JsonFactory factory;
-    private final BodyBudget budget;
+    private final MemoryBudget budget;
     private final long chunkedCharge;
     private final Duration readDeadline;
 
@@ -69,7 +74,7 @@ final class JsonBody {
      * @param chunkedCharge what a body without {@code Content-Length} is charged: the largest the server reads
      * @param readDeadline  how long the whole body may take to arrive (then 408, and its budget is freed)
      */
-    JsonBody(JsonLimits limits, BodyBudget budget, long chunkedCharge, Duration readDeadline) {
+    JsonBody(JsonLimits limits, MemoryBudget budget, long chunkedCharge, Duration readDeadline) {
         this.limits = limits;
         this.factory = limits.factory();
         this.budget = budget;
@@ -103,7 +108,8 @@ final class JsonBody {
         if (!req.content().hasEntity()) {
             throw ApiException.invalidJson();
         }
-        BodyBudget.Grant grant = budget.acquire(project, announced >= 0 ? announced : Math.max(cap, chunkedCharge));
+        MemoryBudget.Grant grant = budget.acquire(project, announced >= 0 ? announced : Math.max(cap, chunkedCharge))
+                .orElseThrow(() -> ApiException.busy(NO_ROOM, MemoryBudget.RETRY_AFTER_SECONDS));
         try {
             T value = parse(new BodyInputStream(req.content().inputStream(), cap, readDeadline), reader);
             grant.shrinkTo(value.keptChars());

@@ -1,6 +1,8 @@
 package io.sandboxd.api;
 
 import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -46,7 +48,9 @@ import reactor.core.publisher.Mono;
  * serves any request of any session.
  *
  * <p>The body is read as the {@code /v1/execute} body is (its cap, its token bound, the replica's body budget, the
- * read deadline): a refused body gets the REST route's status and message, as a JSON-RPC error.
+ * read deadline): a refused body gets the REST route's status and message, as a JSON-RPC error. A run's reply takes
+ * room in the replica's reply budget as on {@code /v1/execute}, held until the answer is written; the answer is
+ * streamed, not built in memory first (it carries the output twice: as text and as structured content).
  */
 final class McpService implements HttpService, McpStatelessServerTransport {
 
@@ -59,7 +63,9 @@ final class McpService implements HttpService, McpStatelessServerTransport {
     private final ApiComponents.SessionEnds ends;
     private final Set<String> allowedOrigins;
     private final JsonBody body;
-    private final McpJsonMapper json = new JacksonMcpJsonMapper(new ObjectMapper());
+    private final Replies replies;
+    private final ObjectMapper mapper = new ObjectMapper();
+    private final McpJsonMapper json = new JacksonMcpJsonMapper(mapper);
     private volatile McpStatelessServerHandler handler;
 
     /**
@@ -69,14 +75,16 @@ final class McpService implements HttpService, McpStatelessServerTransport {
      * @param ends     ends a session's interpreter
      * @param allowedOrigins browser origins served; a request with another {@code Origin} gets 403
      * @param body     how a body is read (the {@code /v1/execute} route's)
+     * @param replies  the replica's reply budget
      * @param calls    audit and metrics of each tool call
      */
     McpService(SnippetRunner runner, SnippetSettings settings, McpSessions sessions, ApiComponents.SessionEnds ends,
-               List<String> allowedOrigins, JsonBody body, RouteCalls calls) {
+               List<String> allowedOrigins, JsonBody body, Replies replies, RouteCalls calls) {
         this.sessions = sessions;
         this.ends = ends;
         this.allowedOrigins = Set.copyOf(allowedOrigins);
         this.body = body;
+        this.replies = replies;
         McpStatelessSyncServer server = McpServer.sync(this)
                 .serverInfo("sandboxd", Optional.ofNullable(McpService.class.getPackage().getImplementationVersion())
                         .orElse("dev"))
@@ -118,9 +126,11 @@ final class McpService implements HttpService, McpStatelessServerTransport {
             requireAccept(req);
             requireProtocolVersion(req);
             Optional<String> session = session(req, caller);
-            try (JsonBody.Read<Message> read = body.read(req, caller.project(), Message::read)) {
+            // a run's reply holds its room until the response carrying it is written
+            try (JsonBody.Read<Message> read = body.read(req, caller.project(), Message::read);
+                 ReplyCharge reply = replies.executorReply(caller.project())) {
                 McpSchema.JSONRPCMessage message = message(read.value().text());
-                McpTransportContext context = context(caller, RequestId.of(req), session);
+                McpTransportContext context = context(caller, RequestId.of(req), session, reply);
                 switch (message) {
                 case McpSchema.JSONRPCRequest request -> {
                     McpSchema.JSONRPCResponse response = handler.handleRequest(context, request)
@@ -205,10 +215,12 @@ final class McpService implements HttpService, McpStatelessServerTransport {
         }
     }
 
-    private static McpTransportContext context(ProjectIdentity caller, String requestId, Optional<String> session) {
+    private static McpTransportContext context(ProjectIdentity caller, String requestId, Optional<String> session,
+                                               ReplyCharge reply) {
         Map<String, Object> values = new HashMap<>();
         values.put(McpTools.CALLER, caller);
         values.put(McpTools.REQUEST_ID, requestId);
+        values.put(McpTools.REPLY_ROOM, reply);
         session.ifPresent(s -> values.put(McpTools.SESSION, s));
         return McpTransportContext.create(values);
     }
@@ -227,14 +239,14 @@ final class McpService implements HttpService, McpStatelessServerTransport {
         send(res, e.status(), error);
     }
 
+    /** Streams the message: a run's answer carries its output twice, which is not built in memory as a whole. */
     private void send(ServerResponse res, int status, Object message) {
-        try {
-            byte[] bytes = json.writeValueAsBytes(message);
-            res.status(Status.create(status));
-            res.header(HeaderValues.CONTENT_TYPE_JSON);
-            res.send(bytes);
+        res.status(Status.create(status));
+        res.header(HeaderValues.CONTENT_TYPE_JSON);
+        try (OutputStream out = res.outputStream()) {
+            mapper.writeValue(out, message);
         } catch (IOException e) {
-            throw new IllegalStateException("MCP response not serialisable", e);
+            throw new UncheckedIOException("MCP response not written", e);
         }
     }
 

@@ -3,12 +3,14 @@ package io.sandboxd.api;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.run.SnippetJob;
 import io.sandboxd.run.SnippetOutcome;
 import io.sandboxd.run.SnippetRunner;
+import io.sandboxd.sandbox.ReplyRoom;
 import io.sandboxd.tokens.ProjectIdentity;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -29,10 +31,14 @@ final class McpTools {
     static final String RUN_PYTHON = "run_python";
     static final String RUN_PYTHON_SESSION = "run_python_session";
 
-    /** Transport context keys: the verified caller, sandboxd's request id, the MCP session's D4 session id. */
+    /**
+     * Transport context keys: the verified caller, sandboxd's request id, the MCP session's D4 session id, the room for
+     * the run's reply (held by {@link McpService} until its answer is written).
+     */
     static final String CALLER = "sandboxd.caller";
     static final String REQUEST_ID = "sandboxd.requestId";
     static final String SESSION = "sandboxd.session";
+    static final String REPLY_ROOM = "sandboxd.replyRoom";
 
     private final SnippetRunner runner;
     private final SnippetSettings settings;
@@ -83,6 +89,7 @@ final class McpTools {
         ProjectIdentity caller = (ProjectIdentity) context.get(CALLER);
         String requestId = (String) context.get(REQUEST_ID);
         Optional<String> session = Optional.ofNullable((String) context.get(SESSION));
+        ReplyRoom replyRoom = Objects.requireNonNull((ReplyRoom) context.get(REPLY_ROOM), "room for the reply");
         try (RouteCall call = calls.open(McpService.PATH, requestId)) {
             call.caller(caller);
             try {
@@ -97,7 +104,8 @@ final class McpTools {
                 Optional<String> runSession = inSession ? session : Optional.empty();
                 runSession.ifPresent(call::session);
                 SnippetOutcome outcome = runner.run(new SnippetJob(caller, requestId, run.code(),
-                                                                   run.timeoutSeconds(), run.files(), runSession));
+                                                                   run.timeoutSeconds(), run.files(), runSession,
+                                                                   replyRoom));
                 call.succeeded(outcome.sandboxId(), outcome.reply().exitCode(), "ok");
                 call.timing("wait_ms", outcome.waitMillis());
                 call.timing("pod_ms", outcome.podMillis());
@@ -115,12 +123,17 @@ final class McpTools {
         }
     }
 
-    /** The text an agent reads, as {@code crusoe_adk.tools.run_python} formats a run. */
+    /**
+     * The text an agent reads, as {@code crusoe_adk.tools.run_python} formats a run; built in one buffer of its size
+     * (stdout and stderr can be megabytes each).
+     */
     static String text(ExecuteResponse response) {
-        StringBuilder text = new StringBuilder()
-                .append("stdout:\n").append(block(response.stdout()))
-                .append("\nstderr:\n").append(block(response.stderr()))
-                .append("\nexit_code: ").append(response.exitCode());
+        StringBuilder text = new StringBuilder(64 + length(response.stdout()) + length(response.stderr()));
+        text.append("stdout:\n");
+        block(text, response.stdout());
+        text.append("\nstderr:\n");
+        block(text, response.stderr());
+        text.append("\nexit_code: ").append(response.exitCode());
         if (response.files() != null && !response.files().isEmpty()) {
             text.append("\nfiles: ").append(String.join(", ", response.files().stream()
                     .map(io.sandboxd.sandbox.SandboxFile::path).toList()));
@@ -128,15 +141,21 @@ final class McpTools {
         return text.toString();
     }
 
-    private static String block(String text) {
-        if (text == null || text.isEmpty()) {
-            return "(empty)";
+    private static int length(String text) {
+        return text == null ? 0 : text.length();
+    }
+
+    /** Appends a stream without its trailing newlines, or {@code (empty)}. */
+    private static void block(StringBuilder text, String block) {
+        if (block == null || block.isEmpty()) {
+            text.append("(empty)");
+            return;
         }
-        int end = text.length();
-        while (end > 0 && text.charAt(end - 1) == '\n') {
+        int end = block.length();
+        while (end > 0 && block.charAt(end - 1) == '\n') {
             end--;
         }
-        return text.substring(0, end);
+        text.append(block, 0, end);
     }
 
     /** A refused or failed run: the contract's message as the tool's text, and its status in structured form. */

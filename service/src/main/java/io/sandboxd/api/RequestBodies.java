@@ -7,6 +7,7 @@ import io.sandboxd.config.RequestBodySettings;
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
 import io.sandboxd.json.JsonLimits;
+import io.sandboxd.limits.MemoryBudget;
 
 import io.helidon.metrics.api.Gauge;
 import io.helidon.metrics.api.MeterRegistry;
@@ -15,7 +16,7 @@ import io.helidon.metrics.api.Metrics;
 /**
  * How the two routes read their bodies: each its own byte cap, {@code /v1/execute} also a token bound (its body is a
  * little tree; {@code /v1/call} keeps its {@code args} as compact text, so its byte cap bounds it), and one
- * {@link BodyBudget} for the replica.
+ * {@link MemoryBudget} for the replica's request bodies.
  */
 public final class RequestBodies {
 
@@ -37,7 +38,7 @@ public final class RequestBodies {
     /** Deepest nesting of arrays and objects accepted in a request body (tool args included). */
     static final int MAX_DEPTH = 128;
 
-    private final BodyBudget budget;
+    private final MemoryBudget budget;
     private final long largestBody;
     private final JsonBody execute;
     private final JsonBody call;
@@ -49,7 +50,7 @@ public final class RequestBodies {
      * @param executeMaxTokens {@code /v1/execute} token bound
      * @param callMaxBytes     {@code /v1/call} body cap
      */
-    public RequestBodies(BodyBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes) {
+    public RequestBodies(MemoryBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes) {
         this(budget, executeMaxBytes, executeMaxTokens, callMaxBytes, READ_DEADLINE, LINGER_TIME);
     }
 
@@ -60,7 +61,7 @@ public final class RequestBodies {
      * @param callMaxBytes     {@code /v1/call} body cap
      * @param readDeadline     how long a whole body may take to arrive
      */
-    RequestBodies(BodyBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes,
+    RequestBodies(MemoryBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes,
                   Duration readDeadline) {
         this(budget, executeMaxBytes, executeMaxTokens, callMaxBytes, readDeadline, LINGER_TIME);
     }
@@ -73,7 +74,7 @@ public final class RequestBodies {
      * @param readDeadline     how long a whole body may take to arrive
      * @param lingerTime       how long the rest of a refused body is still read after the answer
      */
-    RequestBodies(BodyBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes,
+    RequestBodies(MemoryBudget budget, long executeMaxBytes, long executeMaxTokens, long callMaxBytes,
                   Duration readDeadline, Duration lingerTime) {
         this.budget = budget;
         this.lingerTime = lingerTime;
@@ -102,7 +103,7 @@ public final class RequestBodies {
                                    + "much at once can take about 4 bytes of heap per byte; give sandboxd about "
                                    + (12 * largest >> 20) + " MiB of heap (resources.limits.memory) or lower the cap");
         }
-        return new RequestBodies(new BodyBudget(budget, bodies.budgetWait()),
+        return new RequestBodies(new MemoryBudget(budget, bodies.budgetWait()),
                                  snippet.maxRequestBytes(), bodies.executeMaxTokens(), tool.maxRequestBytes());
     }
 
@@ -114,7 +115,7 @@ public final class RequestBodies {
      */
     public static void registerMeters(RequestBodies bodies) {
         MeterRegistry registry = Metrics.globalRegistry();
-        BodyBudget budget = bodies.budget();
+        MemoryBudget budget = bodies.budget();
         registry.getOrCreate(Gauge.builder("sandboxd.request.body.budget", budget::capacity)
                                      .baseUnit("bytes")
                                      .description("Request bytes this replica holds in memory at once, at most"));
@@ -126,7 +127,7 @@ public final class RequestBodies {
     /**
      * @return the replica's body budget
      */
-    public BodyBudget budget() {
+    public MemoryBudget budget() {
         return budget;
     }
 

@@ -22,6 +22,7 @@ final class ToolCallService implements HttpService {
     private final ToolCaller caller;
     private final ToolSettings settings;
     private final JsonBody body;
+    private final Replies replies;
     private final RouteCalls calls;
     private final ImagePinning pinning;
     private final EgressChoice egress;
@@ -30,12 +31,14 @@ final class ToolCallService implements HttpService {
      * @param caller   tool calls
      * @param settings tool settings (timeouts, digest-required mode)
      * @param body     how the route's body is read (its cap, the replica's body budget)
+     * @param replies  the replica's reply budget
      * @param calls    audit and metrics of each call
      */
-    ToolCallService(ToolCaller caller, ToolSettings settings, JsonBody body, RouteCalls calls) {
+    ToolCallService(ToolCaller caller, ToolSettings settings, JsonBody body, Replies replies, RouteCalls calls) {
         this.caller = caller;
         this.settings = settings;
         this.body = body;
+        this.replies = replies;
         this.calls = calls;
         this.pinning = new ImagePinning(settings.requireImageDigest());
         this.egress = new EgressChoice(settings.egress());
@@ -57,14 +60,16 @@ final class ToolCallService implements HttpService {
                 call.caller(identity);
                 pinning.checkToken(identity);
                 String profile = egress.profileOf(identity);
-                // the body's budget charge is held until the call ends: its args stay in memory until then
+                // the body's budget charge is held until the call ends: its args stay in memory until then; the
+                // reply's from when it arrives until the answer is written
                 try (JsonBody.Read<CallRequest> read = body.read(req, identity.project(),
-                                                                 parser -> CallRequest.read(parser, settings))) {
+                                                                 parser -> CallRequest.read(parser, settings));
+                     ReplyCharge reply = replies.toolReply(identity.project())) {
                     CallRequest request = read.value();
                     pinning.checkRequest(identity, request.image());
                     ToolOutcome outcome = caller.call(new ToolJob(identity, requestId, request.module(),
                                                                   request.function(), request.args(),
-                                                                  request.timeoutSeconds(), profile));
+                                                                  request.timeoutSeconds(), profile, reply));
                     call.timing("wait_ms", outcome.waitMillis());
                     call.timing("pod_ms", outcome.podMillis());
                     call.timing("warm", outcome.warm() ? 1 : 0);

@@ -15,6 +15,7 @@ public record SandboxConfig(String namespace,
                             TokenSettings tokens,
                             ProjectLimitSettings projectLimits,
                             RequestBodySettings requestBodies,
+                            ReplySettings replies,
                             LifecycleSettings lifecycle,
                             PodSealSettings podSeal,
                             McpSettings mcp) {
@@ -41,6 +42,7 @@ public record SandboxConfig(String namespace,
                 TokenSettings.from(sandbox.get("tokens")),
                 ProjectLimitSettings.from(sandbox.get("limits").get("perProject")),
                 RequestBodySettings.from(sandbox.get("requestBodies")),
+                ReplySettings.from(sandbox.get("replies")),
                 LifecycleSettings.from(sandbox.get("lifecycle")),
                 PodSealSettings.from(sandbox.get("podSeal")),
                 McpSettings.from(sandbox.get("mcp")));
@@ -71,6 +73,7 @@ public record SandboxConfig(String namespace,
         require(!tokens.audience().isBlank(), "sandbox.tokens.audience must not be empty");
         require(tokens.maxLifetime().toSeconds() >= 60, "sandbox.tokens.maxLifetimeSeconds must be at least 60");
         requestBodies.validate();
+        replies.validate();
         lifecycle.validate();
         require(s.sessionMaxLifetimeSeconds() >= 1, "sandbox.snippet.sessionMaxLifetimeSeconds must be at least 1");
         ProjectLimitSettings p = projectLimits;

@@ -93,4 +93,11 @@ public sealed interface Failure {
     /** The tool runner's reply was too large or not the contract's. */
     record InvalidToolReply() implements Failure {
     }
+
+    /**
+     * sandboxd had no room in memory for the pod's reply within the wait, so it dropped the reply unread (D14). The
+     * snippet or the tool did run.
+     */
+    record NoRoomForReply() implements Failure {
+    }
 }

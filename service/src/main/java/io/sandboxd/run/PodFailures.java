@@ -23,6 +23,7 @@ public final class PodFailures {
         case UNREACHABLE, TIMED_OUT -> new Failure.ExecutionFailed(e.detail());
         case REJECTED -> new Failure.SandboxPodRejected(e.status(), e.detail());
         case TOO_LARGE, BAD_REPLY -> new Failure.InvalidSandboxReply();
+        case NO_ROOM -> new Failure.NoRoomForReply();
         };
         return new FailedRun(failure, pod, e);
     }
@@ -39,6 +40,7 @@ public final class PodFailures {
         case TIMED_OUT -> new Failure.ToolTimedOut(timeoutSeconds);
         case REJECTED -> new Failure.ToolRunnerRejected(e.status(), e.detail());
         case TOO_LARGE, BAD_REPLY -> new Failure.InvalidToolReply();
+        case NO_ROOM -> new Failure.NoRoomForReply();
         };
         return new FailedRun(failure, pod, e);
     }

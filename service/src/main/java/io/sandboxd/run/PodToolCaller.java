@@ -108,7 +108,7 @@ public final class PodToolCaller implements ToolCaller, AutoCloseable {
             ToolRunnerReply reply;
             try {
                 reply = runner.call(pod.ip(), pod.token(), job.module(), job.function(), job.args(),
-                                    job.timeoutSeconds(), pod.reachable(), watch.lost());
+                                    job.timeoutSeconds(), pod.reachable(), watch.lost(), job.replyRoom());
             } finally {
                 losses.end(watch);
             }

@@ -86,7 +86,7 @@ public final class PooledSnippetRunner implements SnippetRunner {
         PodLoss.Watch watch = losses.watch(pod.name());
         try {
             return executor.run(pod.ip(), pod.token(), pod.reachable(), job.code(), job.timeoutSeconds(), job.files(),
-                                watch.lost());
+                                watch.lost(), job.replyRoom());
         } finally {
             losses.end(watch);
         }

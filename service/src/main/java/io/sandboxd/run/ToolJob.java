@@ -2,6 +2,7 @@ package io.sandboxd.run;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.sandboxd.config.EgressSettings;
+import io.sandboxd.sandbox.ReplyRoom;
 import io.sandboxd.tokens.ProjectIdentity;
 
 /**
@@ -15,6 +16,8 @@ import io.sandboxd.tokens.ProjectIdentity;
  * @param args           keyword arguments: a JSON object, kept as its compact text (passed on, never read)
  * @param timeoutSeconds timeout (already within bounds)
  * @param egress         the call's egress profile (D11: the token's, or the chart's default; already checked to exist)
+ * @param replyRoom      room in sandboxd's memory for the runner's reply, held by the caller until it has answered
+ *                       (D14)
  */
 public record ToolJob(ProjectIdentity caller,
                       String requestId,
@@ -22,10 +25,11 @@ public record ToolJob(ProjectIdentity caller,
                       String function,
                       JsonNode args,
                       int timeoutSeconds,
-                      String egress) {
+                      String egress,
+                      ReplyRoom replyRoom) {
 
     /**
-     * A call of the internet egress profile.
+     * A call of the internet egress profile, its reply read whatever its size (tests).
      *
      * @param caller         verified caller
      * @param requestId      request id
@@ -36,7 +40,7 @@ public record ToolJob(ProjectIdentity caller,
      */
     public ToolJob(ProjectIdentity caller, String requestId, String module, String function, JsonNode args,
                    int timeoutSeconds) {
-        this(caller, requestId, module, function, args, timeoutSeconds, EgressSettings.INTERNET);
+        this(caller, requestId, module, function, args, timeoutSeconds, EgressSettings.INTERNET, ReplyRoom.UNBOUNDED);
     }
 
     /**

@@ -103,16 +103,21 @@ public final class ExecutorClient {
      */
     public ExecutorReply run(String podIp, String token, boolean reachable, String code, int timeoutSeconds,
                              List<SandboxFile> files) throws PodCallFailed {
-        return run(podIp, token, reachable, code, timeoutSeconds, files, new CompletableFuture<>());
+        return run(podIp, token, reachable, code, timeoutSeconds, files, new CompletableFuture<>(),
+                   ReplyRoom.UNBOUNDED);
     }
 
     /**
-     * As {@link #run(String, String, boolean, String, int, List)}, given up as soon as {@code lost} completes.
+     * As {@link #run(String, String, boolean, String, int, List)}, given up as soon as {@code lost} completes, and
+     * with the reply read only once {@code room} has room for it.
      *
      * @param lost completes with what happened to the pod once it is lost ({@code io.sandboxd.kube.PodLoss})
+     * @param room room in sandboxd's memory for the reply (D14); without it the call fails as
+     *             {@link PodCallFailed.Kind#NO_ROOM}
      */
     public ExecutorReply run(String podIp, String token, boolean reachable, String code, int timeoutSeconds,
-                             List<SandboxFile> files, CompletableFuture<String> lost) throws PodCallFailed {
+                             List<SandboxFile> files, CompletableFuture<String> lost, ReplyRoom room)
+            throws PodCallFailed {
         ObjectNode body = json.createObjectNode();
         body.put("code", code);
         body.put("timeout_s", timeoutSeconds);
@@ -133,7 +138,8 @@ public final class ExecutorClient {
         }
         PodHttp.Reply reply;
         try {
-            reply = http.post(PodHttp.uri(podIp, port, "/run"), token, payload, deadline, maxReplyBytes, lost);
+            reply = http.post(PodHttp.uri(podIp, port, "/run"), token, payload, deadline, maxReplyBytes, lost,
+                              room);
         } catch (PodCallFailed e) {
             if (e.kind() == PodCallFailed.Kind.TOO_LARGE) {
                 LOGGER.log(Level.WARNING, "executor reply over the cap of " + maxReplyBytes + " bytes");

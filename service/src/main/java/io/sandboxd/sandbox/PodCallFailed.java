@@ -19,7 +19,9 @@ public final class PodCallFailed extends Exception {
         /** The reply was not the contract's (not JSON, wrong shape). */
         BAD_REPLY,
         /** The pod answered with a status other than 2xx. */
-        REJECTED;
+        REJECTED,
+        /** sandboxd had no room in memory for the reply, which was dropped unread (D14): the pod did run. */
+        NO_ROOM;
 
         /**
          * @return whether the pod gave no answer at all (its server is gone or hung)
@@ -74,6 +76,15 @@ public final class PodCallFailed extends Exception {
      */
     public static PodCallFailed badReply(String detail, Throwable cause) {
         return new PodCallFailed(Kind.BAD_REPLY, 0, detail, cause);
+    }
+
+    /**
+     * @param detail how large the dropped reply was
+     * @param cause  underlying exception, or {@code null}
+     * @return a {@link Kind#NO_ROOM} failure
+     */
+    public static PodCallFailed noRoom(String detail, Throwable cause) {
+        return new PodCallFailed(Kind.NO_ROOM, 0, detail, cause);
     }
 
     /**

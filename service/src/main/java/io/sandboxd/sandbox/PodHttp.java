@@ -16,9 +16,10 @@ import io.sandboxd.logging.CallerText;
 import io.sandboxd.logging.ExceptionText;
 
 /**
- * One JSON POST to the HTTP server inside a sandbox pod ({@code http://<podIP>:8080}), with an overall deadline and a
- * cap on the reply. Outcomes are explicit: a reply (any status), or a {@link PodCallFailed} of kind unreachable (a
- * transport failure), timed out, or too large.
+ * One JSON POST to the HTTP server inside a sandbox pod ({@code http://<podIP>:8080}), with an overall deadline, a
+ * cap on the reply, and room in memory for the reply taken before it is read ({@link ReplyRoom}). Outcomes are
+ * explicit: a reply (any status), or a {@link PodCallFailed} of kind unreachable (a transport failure), timed out, too
+ * large, or no room.
  */
 final class PodHttp {
 
@@ -116,17 +117,21 @@ final class PodHttp {
      * @param token the pod's secret ({@code io.sandboxd.pods.PodToken}); {@code null} sends no credential
      */
     Reply post(URI uri, String token, byte[] json, Duration deadline, long maxReplyBytes) throws PodCallFailed {
-        return post(uri, token, json, deadline, maxReplyBytes, new CompletableFuture<>());
+        return post(uri, token, json, deadline, maxReplyBytes, new CompletableFuture<>(), ReplyRoom.UNBOUNDED);
     }
 
     /**
-     * As {@link #post(URI, String, byte[], Duration, long)}, and given up as soon as {@code lost} completes: the pod is
-     * gone, so no reply will come ({@code io.sandboxd.kube.PodLoss}).
+     * As {@link #post(URI, String, byte[], Duration, long)}; given up as soon as {@code lost} completes (the pod is
+     * gone, so no reply will come: {@code io.sandboxd.kube.PodLoss}); and the reply's body is read only once
+     * {@code room} has room for it, taken when its head arrives (D14). The time spent waiting for room does not count
+     * against {@code deadline}, which is the pod's.
      *
      * @param lost completes with what happened to the pod once it is lost
+     * @param room room in memory for the reply
+     * @throws PodCallFailed of kind {@link PodCallFailed.Kind#NO_ROOM} when there was no room: the body was not read
      */
     Reply post(URI uri, String token, byte[] json, Duration deadline, long maxReplyBytes,
-               CompletableFuture<String> lost) throws PodCallFailed {
+               CompletableFuture<String> lost, ReplyRoom room) throws PodCallFailed {
         HttpRequest.Builder builder = HttpRequest.newBuilder(uri)
                 .timeout(deadline)
                 .header("Content-Type", "application/json")
@@ -136,10 +141,32 @@ final class PodHttp {
             builder.header(AUTHORIZATION, BEARER + token);
         }
         HttpRequest request = builder.build();
-        CompletableFuture<HttpResponse<byte[]>> future = client.sendAsync(request, CappedBody.handler(maxReplyBytes));
+        CompletableFuture<CappedBody> head = new CompletableFuture<>();
+        CompletableFuture<HttpResponse<byte[]>> future = client.sendAsync(request, info -> {
+            CappedBody body = CappedBody.of(info, maxReplyBytes);
+            head.complete(body);
+            return body;
+        });
         lost.thenRun(() -> future.cancel(true));
+        long end = System.nanoTime() + deadline.toNanos();
         try {
-            HttpResponse<byte[]> response = future.get(deadline.toMillis(), TimeUnit.MILLISECONDS);
+            CompletableFuture.anyOf(head, future).get(end - System.nanoTime(), TimeUnit.NANOSECONDS);
+            CappedBody body = head.getNow(null);
+            if (body != null && !body.failed()) {
+                long waitStart = System.nanoTime();
+                if (!room.take(body.expectedLength())) {
+                    PodCallFailed noRoom = Thread.currentThread().isInterrupted()
+                            ? PodCallFailed.unreachable("interrupted", null)
+                            : PodCallFailed.noRoom("no room in sandboxd's memory for a reply of "
+                                                           + body.expectedLength() + " bytes", null);
+                    body.drop(noRoom);
+                    future.cancel(true);
+                    throw noRoom;
+                }
+                end += System.nanoTime() - waitStart;
+                body.open();
+            }
+            HttpResponse<byte[]> response = future.get(end - System.nanoTime(), TimeUnit.NANOSECONDS);
             return new Reply(response.statusCode(), response.body());
         } catch (CancellationException e) {
             throw PodCallFailed.unreachable("the sandbox pod was lost mid-call: " + lost.getNow("cancelled"), e);

@@ -93,18 +93,21 @@ public final class ToolRunnerClient {
      */
     public ToolRunnerReply call(String podIp, String token, String module, String function, JsonNode args,
                                 int timeoutSeconds, boolean reachable) throws PodCallFailed {
-        return call(podIp, token, module, function, args, timeoutSeconds, reachable, new CompletableFuture<>());
+        return call(podIp, token, module, function, args, timeoutSeconds, reachable, new CompletableFuture<>(),
+                    ReplyRoom.UNBOUNDED);
     }
 
     /**
      * As {@link #call(String, String, String, String, JsonNode, int, boolean)}, given up as soon as {@code lost}
-     * completes.
+     * completes, and with the reply read only once {@code room} has room for it.
      *
      * @param lost completes with what happened to the pod once it is lost ({@code io.sandboxd.kube.PodLoss})
+     * @param room room in sandboxd's memory for the reply (D14); without it the call fails as
+     *             {@link PodCallFailed.Kind#NO_ROOM}
      */
     public ToolRunnerReply call(String podIp, String token, String module, String function, JsonNode args,
-                                int timeoutSeconds, boolean reachable, CompletableFuture<String> lost)
-            throws PodCallFailed {
+                                int timeoutSeconds, boolean reachable, CompletableFuture<String> lost,
+                                ReplyRoom room) throws PodCallFailed {
         ObjectNode body = json.createObjectNode();
         body.put("module", module);
         body.put("function", function);
@@ -121,7 +124,7 @@ public final class ToolRunnerClient {
         PodHttp.Reply reply;
         try {
             reply = http.post(PodHttp.uri(podIp, port, "/call"), token, payload, Duration.ofSeconds(timeoutSeconds),
-                              maxReplyBytes, lost);
+                              maxReplyBytes, lost, room);
         } catch (PodCallFailed e) {
             if (e.kind() == PodCallFailed.Kind.TOO_LARGE) {
                 LOGGER.log(Level.WARNING, "tool runner reply over the cap of " + maxReplyBytes + " bytes");

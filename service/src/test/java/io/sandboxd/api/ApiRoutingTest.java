@@ -21,6 +21,7 @@ import java.util.logging.Logger;
 import io.sandboxd.Main;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.limits.MemoryBudget;
 import io.sandboxd.limits.ProjectLimit;
 import io.sandboxd.pool.PoolStatus;
 import io.sandboxd.run.SnippetJob;
@@ -96,8 +97,9 @@ class ApiRoutingTest {
                 TestSettings.SNIPPET, TestSettings.TOOL,
                 ApiMetrics.create(() -> new PoolStatus(2, 3, 1, 18)),
                 new InFlightRequests(),
-                new RequestBodies(new BodyBudget(64L << 20, Duration.ofSeconds(2)),
+                new RequestBodies(new MemoryBudget(64L << 20, Duration.ofSeconds(2)),
                                   TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()),
+                new Replies(new MemoryBudget(256L << 20, Duration.ofSeconds(2))),
                 java.util.Optional.empty());
         server.addFeature(Main.observe(Config.empty(), () -> ready,
                                             () -> HealthCheckResponse.builder().status(true).build()));

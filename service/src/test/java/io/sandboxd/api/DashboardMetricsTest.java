@@ -13,6 +13,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import io.sandboxd.Main;
+import io.sandboxd.limits.MemoryBudget;
 import io.sandboxd.pool.PoolStatus;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -52,8 +53,9 @@ class DashboardMetricsTest {
         ApiMetrics metrics = ApiMetrics.create(() -> new PoolStatus(2, 3, 1, 18));
         metrics.record("execute", "ok", Duration.ofMillis(15));
         metrics.record("call", "tool_error", Duration.ofSeconds(3));
-        RequestBodies.registerMeters(new RequestBodies(new BodyBudget(1 << 20, Duration.ofSeconds(1)), 1 << 10,
+        RequestBodies.registerMeters(new RequestBodies(new MemoryBudget(1 << 20, Duration.ofSeconds(1)), 1 << 10,
                                                        100, 1 << 10));
+        Replies.registerMeters(new Replies(new MemoryBudget(1 << 20, Duration.ofSeconds(1))));
     }
 
     @Test

@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.sandboxd.Main;
 import io.sandboxd.TestSettings;
+import io.sandboxd.limits.MemoryBudget;
 import io.sandboxd.pool.PoolStatus;
 import io.sandboxd.run.SnippetOutcome;
 import io.sandboxd.sandbox.ExecutorReply;
@@ -70,8 +71,9 @@ class DrainTest {
                     throw new IllegalStateException("no tool calls here");
                 },
                 () -> status, TestSettings.SNIPPET, TestSettings.TOOL, ApiMetrics.create(() -> status), IN_FLIGHT,
-                new RequestBodies(new BodyBudget(64L << 20, Duration.ofSeconds(2)),
+                new RequestBodies(new MemoryBudget(64L << 20, Duration.ofSeconds(2)),
                                   TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()),
+                new Replies(new MemoryBudget(256L << 20, Duration.ofSeconds(2))),
                 java.util.Optional.empty());
         server.addFeature(Main.observe(Config.empty(), () -> !IN_FLIGHT.draining(),
                                        () -> HealthCheckResponse.builder().status(true).build()));

@@ -44,12 +44,15 @@ class ErrorTableTest {
         table.put(new Failure.ToolRunnerRejected(400, "unknown function 'nope'"),
                   "502 bad_gateway tool execution failed: the tool runner returned HTTP 400: unknown function 'nope'");
         table.put(new Failure.InvalidToolReply(), "502 bad_gateway invalid response from the tool sandbox");
+        table.put(new Failure.NoRoomForReply(), "503 busy sandboxd is holding as many large sandbox replies as its "
+                + "memory allows; the code ran but its reply was dropped, try again shortly");
         assertEquals(Failure.class.getPermittedSubclasses().length, table.size(), "every kind of failure is here");
         table.forEach((failure, expected) -> {
             ErrorTable.Answer answer = ErrorTable.answer(new FailedRun(failure).in("sandbox-1"));
             assertEquals(expected, answer.status() + " " + answer.outcome() + " " + answer.message());
             assertEquals("sandbox-1", answer.sandboxId());
-            assertEquals(Map.of(), answer.headers());
+            assertEquals(failure instanceof Failure.NoRoomForReply ? Map.of("Retry-After", "1") : Map.of(),
+                         answer.headers(), "a refusal for lack of room says when to try again");
         });
     }
 

@@ -26,6 +26,7 @@ import io.sandboxd.Main;
 import io.sandboxd.TestSettings;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.limits.MemoryBudget;
 import io.sandboxd.logging.JsonLogFormatter;
 import io.sandboxd.pods.PodSeal;
 import io.sandboxd.pool.PoolStatus;
@@ -97,8 +98,9 @@ class McpServiceTest {
                 TestSettings.SNIPPET, TestSettings.TOOL,
                 ApiMetrics.create(() -> new PoolStatus(2, 3, 1, 18)),
                 new InFlightRequests(),
-                new RequestBodies(new BodyBudget(64L << 20, Duration.ofSeconds(2)),
+                new RequestBodies(new MemoryBudget(64L << 20, Duration.ofSeconds(2)),
                                   TestSettings.SNIPPET.maxRequestBytes(), 10_000, TestSettings.TOOL.maxRequestBytes()),
+                new Replies(new MemoryBudget(256L << 20, Duration.ofSeconds(2))),
                 Optional.of(new ApiComponents.Mcp(seal, (project, session) -> ENDED.add(List.of(project, session)),
                                                   List.of("https://console.example"))));
         server.addFeature(Main.observe(Config.empty(), () -> true,

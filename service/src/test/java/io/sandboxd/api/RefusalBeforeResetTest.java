@@ -21,6 +21,7 @@ import java.util.concurrent.TimeoutException;
 
 import io.sandboxd.Main;
 import io.sandboxd.TestSettings;
+import io.sandboxd.limits.MemoryBudget;
 import io.sandboxd.pods.PodSeal;
 import io.sandboxd.pool.PoolStatus;
 import io.sandboxd.run.SnippetOutcome;
@@ -84,8 +85,9 @@ class RefusalBeforeResetTest {
                 TestSettings.SNIPPET, TestSettings.TOOL,
                 ApiMetrics.create(() -> new PoolStatus(0, 3, 0, 0)),
                 new InFlightRequests(),
-                new RequestBodies(new BodyBudget(64L << 20, Duration.ofSeconds(2)), EXECUTE_CAP, TOKENS, CALL_CAP,
+                new RequestBodies(new MemoryBudget(64L << 20, Duration.ofSeconds(2)), EXECUTE_CAP, TOKENS, CALL_CAP,
                                   RequestBodies.READ_DEADLINE, LINGER),
+                new Replies(new MemoryBudget(256L << 20, Duration.ofSeconds(2))),
                 Optional.of(new ApiComponents.Mcp(seal, (project, session) -> { }, List.of())));
         server.addFeature(Main.observe(Config.empty(), () -> true,
                                        () -> HealthCheckResponse.builder().status(true).build()));

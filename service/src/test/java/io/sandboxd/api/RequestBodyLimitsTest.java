@@ -30,6 +30,7 @@ import io.sandboxd.Main;
 import io.sandboxd.config.ResourceSettings;
 import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.config.ToolSettings;
+import io.sandboxd.limits.MemoryBudget;
 import io.sandboxd.logging.JsonLogFormatter;
 import io.sandboxd.pool.PoolStatus;
 import io.sandboxd.run.SnippetJob;
@@ -75,7 +76,7 @@ class RequestBodyLimitsTest {
     static final AtomicReference<Function<SnippetJob, SnippetOutcome>> SNIPPETS = new AtomicReference<>();
     static final AtomicReference<Function<ToolJob, ToolOutcome>> TOOLS = new AtomicReference<>();
     static final AtomicReference<SnippetJob> LAST_SNIPPET = new AtomicReference<>();
-    static BodyBudget budget;
+    static MemoryBudget budget;
     static KeyPair key;
 
     private final URI uri;
@@ -95,7 +96,7 @@ class RequestBodyLimitsTest {
         ToolSettings tool = new ToolSettings(30, 120, 110, CALL_CAP, 8_388_608,
                                              new ResourceSettings("2", "1Gi", "512Mi"),
                                              new ResourceSettings("50m", "64Mi", "64Mi"), "64Mi", false, java.util.List.of());
-        budget = new BodyBudget(BUDGET, Duration.ofMillis(300));
+        budget = new MemoryBudget(BUDGET, Duration.ofMillis(300));
         ApiComponents components = new ApiComponents(
                 new ProjectAuthenticator(verifier),
                 job -> {
@@ -108,6 +109,7 @@ class RequestBodyLimitsTest {
                 ApiMetrics.create(() -> new PoolStatus(0, 3, 0, 0)),
                 new InFlightRequests(),
                 new RequestBodies(budget, EXECUTE_CAP, EXECUTE_TOKENS, CALL_CAP, READ_DEADLINE),
+                new Replies(new MemoryBudget(256L << 20, Duration.ofSeconds(2))),
                 java.util.Optional.empty());
         server.addFeature(Main.observe(Config.empty(), () -> true,
                                             () -> HealthCheckResponse.builder().status(true).build()));

@@ -19,6 +19,7 @@ class PodFailuresTest {
     private static final PodCallFailed TOO_LARGE = PodCallFailed.tooLarge("reply larger than 9 bytes", null);
     private static final PodCallFailed BAD_REPLY = PodCallFailed.badReply("reply is not a JSON object", null);
     private static final PodCallFailed REJECTED = PodCallFailed.rejected(409, "this sandbox has already run");
+    private static final PodCallFailed NO_ROOM = PodCallFailed.noRoom("no room for a reply of 9 bytes", null);
 
     @Test
     void anExecutorCallsFailureIsTheRunsFailureInThatPod() {
@@ -27,6 +28,7 @@ class PodFailuresTest {
         assertEquals(new Failure.InvalidSandboxReply(), run(TOO_LARGE));
         assertEquals(new Failure.InvalidSandboxReply(), run(BAD_REPLY));
         assertEquals(new Failure.SandboxPodRejected(409, "this sandbox has already run"), run(REJECTED));
+        assertEquals(new Failure.NoRoomForReply(), run(NO_ROOM));
         FailedRun failed = PodFailures.ofRun(REJECTED, "sandbox-1");
         assertEquals("sandbox-1", failed.sandboxId());
         assertSame(REJECTED, failed.getCause());
@@ -39,6 +41,7 @@ class PodFailuresTest {
         assertEquals(new Failure.InvalidToolReply(), call(TOO_LARGE));
         assertEquals(new Failure.InvalidToolReply(), call(BAD_REPLY));
         assertEquals(new Failure.ToolRunnerRejected(409, "this sandbox has already run"), call(REJECTED));
+        assertEquals(new Failure.NoRoomForReply(), call(NO_ROOM));
     }
 
     @Test
@@ -48,6 +51,7 @@ class PodFailuresTest {
         assertFalse(TOO_LARGE.kind().noAnswer());
         assertFalse(BAD_REPLY.kind().noAnswer());
         assertFalse(REJECTED.kind().noAnswer());
+        assertFalse(NO_ROOM.kind().noAnswer(), "a reply dropped for lack of room leaves the interpreter as it is");
     }
 
     private static Failure run(PodCallFailed e) {

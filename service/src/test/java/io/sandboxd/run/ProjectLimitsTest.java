@@ -13,6 +13,7 @@ import io.sandboxd.limits.InFlightPerProject;
 import io.sandboxd.limits.LimitExceeded;
 import io.sandboxd.limits.ProjectLimit;
 import io.sandboxd.sandbox.ExecutorReply;
+import io.sandboxd.sandbox.ReplyRoom;
 import io.sandboxd.tokens.ProjectIdentity;
 
 import org.junit.jupiter.api.AfterEach;
@@ -116,7 +117,7 @@ class ProjectLimitsTest {
 
     private static SnippetJob job(String project, String session) {
         return new SnippetJob(new ProjectIdentity(project, "agent", "img"), "req", "print(1)", 5, List.of(),
-                              Optional.ofNullable(session));
+                              Optional.ofNullable(session), ReplyRoom.UNBOUNDED);
     }
 
     private static ToolJob toolJob(String project) {

@@ -21,6 +21,7 @@ public final class FakePod implements AutoCloseable {
     private volatile long delayMillis;
     private volatile String lastRequest;
     private volatile String lastPath;
+    private final java.util.concurrent.atomic.AtomicInteger hangUps = new java.util.concurrent.atomic.AtomicInteger();
     /** The Authorization header of the last request to each path ("" when it carried none). */
     private final Map<String, String> authorizationByPath = new ConcurrentHashMap<>();
 
@@ -60,6 +61,13 @@ public final class FakePod implements AutoCloseable {
     }
 
     /**
+     * @return how many replies the client hung up on before it had read them whole
+     */
+    int hangUps() {
+        return hangUps.get();
+    }
+
+    /**
      * @param path request path
      * @return the Authorization header of the last request to {@code path}, "" when it had none, null when none came
      */
@@ -84,7 +92,8 @@ public final class FakePod implements AutoCloseable {
         try (OutputStream out = exchange.getResponseBody()) {
             out.write(body);
         } catch (IOException e) {
-            // the client hung up (oversized reply, timeout): fine
+            // the client hung up (oversized reply, timeout, no room for the reply): fine
+            hangUps.incrementAndGet();
         }
         exchange.close();
     }

@@ -3,7 +3,11 @@ package io.sandboxd.sandbox;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.http.HttpClient;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import io.sandboxd.api.ContractText;
 
@@ -149,7 +153,8 @@ class PodClientsTest {
                     .execute(() -> lost.complete("its container executor ended (Error, exit code 128)"));
             long start = System.nanoTime();
             PodCallFailed e = assertThrows(PodCallFailed.class,
-                                           () -> client.run("127.0.0.1", TOKEN, true, "x", 30, List.of(), lost));
+                                           () -> client.run("127.0.0.1", TOKEN, true, "x", 30, List.of(), lost,
+                                                                            ReplyRoom.UNBOUNDED));
             double seconds = (System.nanoTime() - start) / 1e9;
             assertEquals(502, ContractText.statusOfRun(e));
             assertEquals("sandbox execution failed: the sandbox pod was lost mid-call: its container executor ended "
@@ -209,6 +214,77 @@ class PodClientsTest {
                                         () -> client.call("127.0.0.1", TOKEN, "agent", "f", JSON.createObjectNode(), 1));
         assertEquals(502, ContractText.statusOfCall(e));
         assertEquals("tool execution failed: the tool did not finish within 1s", ContractText.ofCall(e, 1));
+    }
+
+    // ---- room for the reply (D14) ----
+
+    @Test
+    void aReplyIsReadOnceThereIsRoomForItsAnnouncedLength() throws Exception {
+        pod.answer(200, GOOD);
+        List<Long> asked = new CopyOnWriteArrayList<>();
+        ExecutorReply reply = executor(1 << 20).run("127.0.0.1", TOKEN, true, "x", 10, List.of(),
+                                                     new CompletableFuture<>(), bytes -> asked.add(bytes));
+        assertEquals("4294967296\n", reply.stdout());
+        assertEquals(List.of((long) GOOD.getBytes(StandardCharsets.UTF_8).length), asked);
+
+        asked.clear();
+        pod.answer(200, "{\"result\":[1,2]}");
+        ToolRunnerReply called = new ToolRunnerClient(http, JSON, 4096, pod.port())
+                .call("127.0.0.1", TOKEN, "agent", "f", JSON.createObjectNode(), 5, true, new CompletableFuture<>(),
+                      bytes -> asked.add(bytes));
+        assertEquals("[1,2]", called.result().toString());
+        assertEquals(List.of(16L), asked);
+    }
+
+    @Test
+    void withoutRoomTheReplyIsDroppedUnreadAndTheCallIsRefusedWith503() throws Exception {
+        byte[] large = ("{\"stdout\":\"" + "x".repeat(16 << 20) + "\"}").getBytes(StandardCharsets.US_ASCII);
+        pod.answer(200, large);
+        PodCallFailed run = assertThrows(PodCallFailed.class, () -> executor(32 << 20).run(
+                "127.0.0.1", TOKEN, true, "x", 10, List.of(), new CompletableFuture<>(), bytes -> false));
+        assertEquals(PodCallFailed.Kind.NO_ROOM, run.kind());
+        assertEquals(503, ContractText.statusOfRun(run));
+        assertEquals("sandboxd is holding as many large sandbox replies as its memory allows; the code ran but its "
+                             + "reply was dropped, try again shortly", ContractText.ofRun(run));
+        long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (pod.hangUps() == 0 && System.nanoTime() < until) {
+            Thread.sleep(20);
+        }
+        assertEquals(1, pod.hangUps(), "sandboxd hung up on the reply instead of reading it");
+
+        PodCallFailed call = assertThrows(PodCallFailed.class, () -> new ToolRunnerClient(http, JSON, 32 << 20,
+                                                                                          pod.port())
+                .call("127.0.0.1", TOKEN, "agent", "f", JSON.createObjectNode(), 5, true, new CompletableFuture<>(),
+                      bytes -> false));
+        assertEquals(PodCallFailed.Kind.NO_ROOM, call.kind());
+        assertEquals(503, ContractText.statusOfCall(call));
+        assertEquals(ContractText.ofRun(run), ContractText.ofCall(call, 5));
+    }
+
+    @Test
+    void waitingForRoomIsNotCountedAgainstThePodsDeadline() throws Exception {
+        pod.answer(200, GOOD);
+        ExecutorClient client = new ExecutorClient(http, JSON, 1 << 20, pod.port(), Duration.ZERO);
+        ExecutorReply reply = client.run("127.0.0.1", TOKEN, true, "x", 1, List.of(), new CompletableFuture<>(),
+                                         bytes -> {
+                                             try {
+                                                 Thread.sleep(1500);
+                                             } catch (InterruptedException e) {
+                                                 Thread.currentThread().interrupt();
+                                             }
+                                             return true;
+                                         });
+        assertEquals(0, reply.exitCode(), "the pod answered within its 1 s; the wait for room came after");
+    }
+
+    @Test
+    void aReplyAnnouncedOverTheCapAsksForNoRoom() throws Exception {
+        pod.answer(200, "{\"stdout\":\"" + "x".repeat(20_000) + "\"}");
+        List<Long> asked = new CopyOnWriteArrayList<>();
+        PodCallFailed e = assertThrows(PodCallFailed.class, () -> executor(4096).run(
+                "127.0.0.1", TOKEN, true, "x", 5, List.of(), new CompletableFuture<>(), bytes -> asked.add(bytes)));
+        assertEquals(PodCallFailed.Kind.TOO_LARGE, e.kind());
+        assertEquals(List.of(), asked);
     }
 
     @Test

@@ -1,4 +1,4 @@
-package io.sandboxd.api;
+package io.sandboxd.limits;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -7,6 +7,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -15,19 +16,22 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The replica-wide bound on request bytes held at once.
+ * The replica-wide bound on bytes of one kind held at once (request bodies, pod replies).
  */
-class BodyBudgetTest {
+class MemoryBudgetTest {
+
+    private static MemoryBudget.Grant take(MemoryBudget budget, String project, long bytes) {
+        return budget.acquire(project, bytes).orElseThrow(() -> new AssertionError("no room for " + bytes));
+    }
 
     @Test
     void chargesAreHeldUntilReleasedAndShrinkToWhatIsKept() {
-        BodyBudget budget = new BodyBudget(1000, Duration.ZERO);
-        BodyBudget.Grant a = budget.acquire("a", 400);
-        BodyBudget.Grant b = budget.acquire("b", 300);
+        MemoryBudget budget = new MemoryBudget(1000, Duration.ZERO);
+        MemoryBudget.Grant a = take(budget, "a", 400);
+        MemoryBudget.Grant b = take(budget, "b", 300);
         assertEquals(700, budget.inUse());
         a.shrinkTo(50);
         assertEquals(350, budget.inUse());
@@ -41,26 +45,40 @@ class BodyBudgetTest {
 
     @Test
     void oneProjectHoldsAtMostHalf() {
-        BodyBudget budget = new BodyBudget(1000, Duration.ofMillis(50));
-        BodyBudget.Grant first = budget.acquire("a", 400);
-        ApiException refused = assertThrows(ApiException.class, () -> budget.acquire("a", 200));
-        assertEquals(503, refused.status());
-        assertEquals("1", refused.headers().get("Retry-After"));
-        assertTrue(refused.getMessage().contains("try again shortly"), refused.getMessage());
-        BodyBudget.Grant other = budget.acquire("b", 500);
+        MemoryBudget budget = new MemoryBudget(1000, Duration.ofMillis(50));
+        MemoryBudget.Grant first = take(budget, "a", 400);
+        assertTrue(budget.acquire("a", 200).isEmpty(), "over its half after the wait");
+        MemoryBudget.Grant other = take(budget, "b", 500);
         assertEquals(900, budget.inUse(), "another project still finds its half");
         first.close();
         other.close();
-        BodyBudget.Grant whole = budget.acquire("a", 5000);
-        assertEquals(500, whole.held(), "more than a share is charged as the whole share");
+        assertEquals(0, budget.inUse());
+    }
+
+    @Test
+    void aChargeLargerThanAShareIsTakenWholeAndAlone() {
+        MemoryBudget budget = new MemoryBudget(1000, Duration.ofMillis(50));
+        MemoryBudget.Grant large = take(budget, "a", 700);
+        assertEquals(700, large.held(), "charged in full: the budget never counts less than is held");
+        assertTrue(budget.acquire("a", 1).isEmpty(), "nothing more for its project while it holds it");
+        MemoryBudget.Grant other = take(budget, "b", 300);
+        assertTrue(budget.acquire("b", 1).isEmpty(), "and the budget is full");
+        other.close();
+        large.close();
+        MemoryBudget.Grant small = take(budget, "b", 100);
+        assertTrue(budget.acquire("a", 950).isEmpty(), "it waits for room in the whole budget");
+        small.close();
+        MemoryBudget.Grant whole = take(budget, "a", 5000);
+        assertEquals(1000, whole.held(), "more than the budget is charged as the whole budget");
         whole.close();
+        assertEquals(0, budget.inUse());
     }
 
     @Test
     void aWaiterGetsTheBudgetWhenItIsReleased() throws Exception {
-        BodyBudget budget = new BodyBudget(1000, Duration.ofSeconds(10));
-        BodyBudget.Grant a = budget.acquire("a", 500);
-        BodyBudget.Grant b = budget.acquire("b", 500);
+        MemoryBudget budget = new MemoryBudget(1000, Duration.ofSeconds(10));
+        MemoryBudget.Grant a = take(budget, "a", 500);
+        MemoryBudget.Grant b = take(budget, "b", 500);
         CountDownLatch waiting = new CountDownLatch(1);
         Thread releaser = Thread.ofVirtual().start(() -> {
             try {
@@ -73,7 +91,7 @@ class BodyBudgetTest {
         });
         waiting.countDown();
         long start = System.nanoTime();
-        BodyBudget.Grant c = budget.acquire("c", 400);
+        MemoryBudget.Grant c = take(budget, "c", 400);
         assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(50), "it waited");
         releaser.join();
         c.close();
@@ -85,7 +103,7 @@ class BodyBudgetTest {
     @Test
     void concurrentChargesNeverExceedTheBudget() throws Exception {
         long capacity = 10_000;
-        BodyBudget budget = new BodyBudget(capacity, Duration.ofMillis(200));
+        MemoryBudget budget = new MemoryBudget(capacity, Duration.ofMillis(200));
         AtomicLong held = new AtomicLong();
         AtomicLong peak = new AtomicLong();
         AtomicLong[] perProject = {new AtomicLong(), new AtomicLong(), new AtomicLong()};
@@ -97,7 +115,12 @@ class BodyBudgetTest {
                 int project = i % 3;
                 runs.add(pool.submit(() -> {
                     long size = ThreadLocalRandom.current().nextLong(1, 3000);
-                    try (BodyBudget.Grant grant = budget.acquire("p" + project, size)) {
+                    Optional<MemoryBudget.Grant> taken = budget.acquire("p" + project, size);
+                    if (taken.isEmpty()) {
+                        refused.incrementAndGet();
+                        return null;
+                    }
+                    try (MemoryBudget.Grant grant = taken.get()) {
                         long now = held.addAndGet(size);
                         long mine = perProject[project].addAndGet(size);
                         peak.accumulateAndGet(now, Math::max);
@@ -111,9 +134,6 @@ class BodyBudgetTest {
                         held.addAndGet(-(size / 10));
                         perProject[project].addAndGet(-(size / 10));
                         served.incrementAndGet();
-                    } catch (ApiException e) {
-                        assertEquals(503, e.status());
-                        refused.incrementAndGet();
                     }
                     return null;
                 }));

@@ -1,24 +1,30 @@
-package io.sandboxd.api;
+package io.sandboxd.limits;
 
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The request bytes this replica holds in memory at once, across all calls: a body is charged its length (its cap
- * when it comes chunked) before it is read, and after parsing keeps a charge for what the call still holds (the code,
- * the files, the args) until it ends. A body that cannot be charged within a short wait is refused with 503 and
- * {@code Retry-After}: N large bodies then wait or are refused instead of exhausting the heap together.
+ * Bytes of this replica's heap that one kind of large object may take at once, across all calls: each is charged
+ * before it is read, and a charge that cannot be had within a short wait is refused (the caller answers 503 with
+ * {@code Retry-After}): N large objects then wait or are refused instead of exhausting the heap together. There are
+ * two, each with its own unit: request bodies (their bytes, then what the call keeps of them, until the call ends;
+ * {@code io.sandboxd.api.RequestBodies}) and pod replies (the heap reading and answering them takes, until the answer
+ * is written; {@code io.sandboxd.api.Replies}, D14). Two budgets, not one: a call holds its body's charge while it
+ * waits for its reply's, which only a budget of its own lets it do without deadlock.
  *
- * <p>One project may hold at most half of the budget, so a single project's large bodies leave the other half to
- * everyone else. A caller waits only while it holds nothing, so waits cannot deadlock.
+ * <p>One project may hold at most half of a budget, so a single project's large objects leave the other half to
+ * everyone else; a single charge larger than half is taken whole, only while its project holds nothing else (so the
+ * budget never counts less than it holds). A caller waits only while it holds nothing of the budget, so waits cannot
+ * deadlock.
  */
-public final class BodyBudget {
+public final class MemoryBudget {
 
-    /** Seconds a caller refused for lack of budget is told to wait. */
-    static final long RETRY_AFTER_SECONDS = 1;
+    /** Seconds a caller refused for lack of budget is told to wait ({@code Retry-After}). */
+    public static final long RETRY_AFTER_SECONDS = 1;
 
     private final long capacity;
     private final long perProject;
@@ -30,11 +36,11 @@ public final class BodyBudget {
 
     /**
      * @param capacity bytes held at once, in all
-     * @param maxWait  longest wait for budget before 503
+     * @param maxWait  longest wait for budget before a refusal
      */
-    public BodyBudget(long capacity, Duration maxWait) {
+    public MemoryBudget(long capacity, Duration maxWait) {
         if (capacity < 2) {
-            throw new IllegalArgumentException("the body budget must be at least 2 bytes");
+            throw new IllegalArgumentException("a memory budget must be at least 2 bytes");
         }
         this.capacity = capacity;
         this.perProject = capacity / 2;
@@ -71,37 +77,38 @@ public final class BodyBudget {
      * Charges {@code bytes} to {@code project}, waiting up to the budget's wait for others to release theirs.
      *
      * @param project the caller's project
-     * @param bytes   bytes to hold (more than one project's share is charged as the whole share)
-     * @return the grant; close it to release
-     * @throws ApiException 503 with {@code Retry-After} when the budget stays short for the whole wait
+     * @param bytes   bytes to hold (more than the whole budget is charged as the whole budget)
+     * @return the grant (close it to release); empty when the budget stayed short for the whole wait, or the wait was
+     *         interrupted (the thread's interrupt status is then set)
      */
-    public Grant acquire(String project, long bytes) {
-        long charge = Math.max(0, Math.min(bytes, perProject));
+    public Optional<Grant> acquire(String project, long bytes) {
+        long charge = Math.max(0, Math.min(bytes, capacity));
         long left = maxWait.toNanos();
         lock.lock();
         try {
-            while (used + charge > capacity || heldBy(project) + charge > perProject) {
+            while (used + charge > capacity || !withinShare(project, charge)) {
                 if (left <= 0) {
-                    throw ApiException.busy("sandboxd is holding as many large request bodies as its memory allows; "
-                                                    + "try again shortly", RETRY_AFTER_SECONDS);
+                    return Optional.empty();
                 }
                 try {
                     left = released.awaitNanos(left);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
-                    throw ApiException.busy("interrupted while waiting to read the request body", RETRY_AFTER_SECONDS);
+                    return Optional.empty();
                 }
             }
             used += charge;
             byProject.merge(project, charge, Long::sum);
-            return new Grant(project, charge);
+            return Optional.of(new Grant(project, charge));
         } finally {
             lock.unlock();
         }
     }
 
-    private long heldBy(String project) {
-        return byProject.getOrDefault(project, 0L);
+    /** Within the project's half, or a charge larger than half that the project takes on its own. */
+    private boolean withinShare(String project, long charge) {
+        long held = byProject.getOrDefault(project, 0L);
+        return held + charge <= perProject || held == 0;
     }
 
     private void release(String project, long bytes) {
@@ -136,7 +143,7 @@ public final class BodyBudget {
         }
 
         /**
-         * Keeps at most {@code bytes} (what the call still holds after parsing); never grows the charge.
+         * Keeps at most {@code bytes} (what the call still holds, say after parsing); never grows the charge.
          *
          * @param bytes bytes to keep
          */
