@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Issue 9: the body caps and the request-body bounds are values rendered into sandboxd's configuration, checked by
- * the schema, and the probes give liveness time to answer.
+ * the schema, and the probes give liveness time to answer. Issue 43 (D14): so is the reply budget.
  */
 class RequestBodiesRenderTest {
 
@@ -47,6 +47,22 @@ class RequestBodiesRenderTest {
         values("tool.maxRequestBytes", 0), values("requestBodies.budgetBytes", -1),
         values("requestBodies.budgetWaitMillis", -1), values("requestBodies.executeMaxTokens", 3),
         values("requestBodies.budget", 5)}) {
+      HelmChart.HelmFailure failure = assertThrows(HelmChart.HelmFailure.class, () -> HelmChart.render(bad),
+          bad.toString());
+      assertTrue(failure.getMessage().toLowerCase().contains("schema"), failure.getMessage());
+    }
+  }
+
+  @Test
+  void theReplyBudgetIsAValueCheckedByTheSchema() {
+    assertEquals(Map.of("budgetBytes", 0L, "budgetWaitMillis", 5000L),
+        at(SandboxdConfigTest.applicationYaml(HelmChart.render()), "sandbox", "replies"));
+    assertEquals(Map.of("budgetBytes", 268435456L, "budgetWaitMillis", 250L),
+        at(SandboxdConfigTest.applicationYaml(HelmChart.render(values("replies.budgetBytes", 268435456,
+            "replies.budgetWaitMillis", 250))), "sandbox", "replies"));
+    for (Map<String, Object> bad : new Map[] {values("replies.budgetBytes", -1),
+        values("replies.budgetWaitMillis", -1), values("replies.budgetWaitMillis", 10001),
+        values("replies.budget", 5)}) {
       HelmChart.HelmFailure failure = assertThrows(HelmChart.HelmFailure.class, () -> HelmChart.render(bad),
           bad.toString());
       assertTrue(failure.getMessage().toLowerCase().contains("schema"), failure.getMessage());

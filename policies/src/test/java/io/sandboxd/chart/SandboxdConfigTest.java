@@ -73,6 +73,7 @@ class SandboxdConfigTest {
           allowedOrigins: []
         lifecycle: {shutdownDelaySeconds: 5, reservationHoldSeconds: 120, deadNodePodDeleteSeconds: 60}
         requestBodies: {budgetBytes: 0, budgetWaitMillis: 2000, executeMaxTokens: 10000}
+        replies: {budgetBytes: 0, budgetWaitMillis: 5000}
         limits:
           perProject: {executeInFlight: 100, sessionRunsInFlight: 16, callInFlight: 8, sessions: 8}
       """;
