@@ -121,6 +121,7 @@ def claim_failures(name, kind, judged, public_cells, profiled=False, internet=Tr
     else:
         want = sorted(cell for _, cell, _ in judged if cell.startswith("cluster DNS ") or cell in public_cells)
     if open_cells != want:
+        reach: object
         if profiled:
             who, reach = "profiled tool", "nothing directly"
         elif kind == "tool" and not internet:
