@@ -12,6 +12,7 @@ import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.PodFate;
 import io.sandboxd.e2e.support.RunsAlone;
 import io.sandboxd.e2e.support.LocalNodes;
+import io.sandboxd.e2e.support.ProbeAccountRights;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.pods.PodStates;
@@ -22,6 +23,7 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingAdmissionPolicyBinding;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -73,12 +75,20 @@ class LookAlikePodIT {
 
     private static Sandboxd sandboxd;
     private static KubernetesClient probeAccount;
+    private static ProbeAccountRights probeRights;
 
     @BeforeAll
     static void install() {
         sandboxd = Sandboxd.get();
-        probeAccount = TestCluster.as("system:serviceaccount:" + Sandboxd.RELEASE_NAMESPACE + ":" + Sandboxd.RELEASE
-                                              + "-probe");
+        // Another allowed creator of pods: the probe's account, with the rights helm test gives it.
+        probeRights = ProbeAccountRights.grant(sandboxd.k8s());
+        probeAccount = TestCluster.as(ProbeAccountRights.USER);
+    }
+
+    @AfterAll
+    static void takeBackTheProbesRights() {
+        probeAccount.close();
+        probeRights.close();
     }
 
     @Test

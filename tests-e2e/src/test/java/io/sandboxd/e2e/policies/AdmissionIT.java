@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.api.model.node.v1.RuntimeClassBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.sandboxd.e2e.support.Env;
+import io.sandboxd.e2e.support.ProbeAccountRights;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
 import org.junit.jupiter.api.AfterAll;
@@ -71,11 +72,14 @@ class AdmissionIT {
     private static KubernetesClient asSandboxd;
     private static Map<String, String> installedParams;
     private static final List<String> createdRuntimeClasses = new ArrayList<>();
+    /** Fixtures whose requester is the probe's account need its helm-test rights. */
+    private static ProbeAccountRights probeRights;
 
     @BeforeAll
     static void install() throws IOException {
         admin = Sandboxd.get().k8s();
         asSandboxd = TestCluster.as(SANDBOXD_USER);
+        probeRights = ProbeAccountRights.grant(admin);
         installedParams = admin.configMaps().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName("sandboxd-admission-params")
                 .get().getData();
         createTheRuntimeClassesTheBadFixturesName();
@@ -85,6 +89,7 @@ class AdmissionIT {
     @AfterAll
     static void restore() {
         setPodSecurity("restricted");
+        probeRights.close();
         asSandboxd.close();
         requesters.values().forEach(KubernetesClient::close);
         for (String name : createdRuntimeClasses) {
