@@ -28,7 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Issue 43, point 2: one profiled tool cannot take the shared egress proxy from the others. On the cluster a
  * {@code weather} tool opening 400 connections that each sent an unfinished 1 MB header line got both proxy pods
  * OOMKilled, cutting every project's tunnels. Here a tool pod of project A (profile {@code weather}) does the same from
- * inside ({@code egress_flood.py}: 400 connections at once for 60 s, every other one an unfinished 1 MB header line,
+ * inside ({@code egress_flood.py}: 400 connections at once for 30 s, every other one an unfinished 1 MB header line,
  * each reopened when the proxy answers or closes it), while project B's profiled calls (the same profile) fetch the
  * allowed name through the proxy, one after the other.
  * <p>
@@ -46,7 +46,7 @@ class EgressFloodIT {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String FLOODING = "e2e-egress-flood-a";
     private static final String SERVED = "e2e-egress-flood-b";
-    private static final int FLOOD_SECONDS = 60;
+    private static final int FLOOD_SECONDS = 30;
     private static final int SLOTS = 400;
     private static final String TARGET = "sbx-target " + Env.PUBLIC_TARGET;
     /** B's call: the allowed name through the proxy, as a tool's stdlib client would; when it began and ended. */

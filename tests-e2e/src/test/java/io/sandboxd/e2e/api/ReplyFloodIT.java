@@ -55,7 +55,7 @@ class ReplyFloodIT {
     private static final int SESSION_RUNS = 10;
     private static final int TOOL_CALLS = 8;
     /** From the flood's start to the instant every run writes its output: time for every pod to be had and start. */
-    private static final Duration LEAD = Duration.ofSeconds(45);
+    private static final Duration LEAD = Duration.ofSeconds(30);
     private static final String NO_ROOM = "sandboxd is holding as many large sandbox replies as its memory allows; "
             + "the code ran but its reply was dropped, try again shortly";
     private static final String NO_WARM_POD = "no warm sandbox pod available, try again shortly";
