@@ -3,6 +3,7 @@ package io.sandboxd.e2e.api;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.sandboxd.config.SandboxConfig;
+import io.sandboxd.e2e.support.MetricPeak;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.RunsAlone;
 import org.junit.jupiter.api.BeforeAll;
@@ -100,7 +101,7 @@ class BodyBombIT {
                 Map<URI, Double> heapPeak = new ConcurrentHashMap<>();
                 List<Future<?>> pollers = new ArrayList<>();
                 for (URI replica : sandboxd.replicas()) {
-                    pollers.add(threads.submit(() -> pollHeap(replica, waveOver, heapPeak)));
+                    pollers.add(threads.submit(() -> MetricPeak.poll(http, replica, "memory_usedHeap_bytes", waveOver, heapPeak)));
                 }
                 List<long[]> bCalls = new CopyOnWriteArrayList<>();   // {status, millis}
                 Future<?> tenantB = threads.submit(() -> {
@@ -154,7 +155,7 @@ class BodyBombIT {
                 report.add(String.format("%s, wave %d: %d bombs answered in %d ms %s; B: %d runs, all 200, "
                                 + "latency p50 %d ms, max %d ms; heap peak per replica %s",
                         variant, wave, outcomes.size(), waveMillis, byStatus, bMillis.size(),
-                        bMillis.get(bMillis.size() / 2), bMillis.get(bMillis.size() - 1), mib(heapPeak)));
+                        bMillis.get(bMillis.size() / 2), bMillis.get(bMillis.size() - 1), MetricPeak.mib(heapPeak)));
                 sandboxd.awaitWarmPool();
             }
         }
@@ -251,35 +252,5 @@ class BodyBombIT {
             counts.put(pod.getMetadata().getName(), restarts);
         }
         return counts;
-    }
-
-    /** Polls one replica's used heap until the wave is over, keeping the highest. */
-    private Void pollHeap(URI replica, AtomicBoolean over, Map<URI, Double> peak) {
-        HttpRequest request = HttpRequest.newBuilder(replica.resolve("/observe/metrics"))
-                .timeout(Duration.ofSeconds(10)).header("Accept", "text/plain").GET().build();
-        while (!over.get()) {
-            try {
-                String metrics = http.send(request, HttpResponse.BodyHandlers.ofString()).body();
-                for (String line : metrics.split("\n")) {
-                    if (line.startsWith("memory_usedHeap_bytes")) {
-                        double used = Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
-                        peak.merge(replica, used, Math::max);
-                    }
-                }
-                Thread.sleep(100);
-            } catch (IOException | NumberFormatException e) {
-                // a missed sample; the next one counts
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return null;
-            }
-        }
-        return null;
-    }
-
-    private static Map<String, String> mib(Map<URI, Double> bytes) {
-        Map<String, String> out = new TreeMap<>();
-        bytes.forEach((replica, used) -> out.put(replica.toString(), String.format("%.0f MiB", used / (1 << 20))));
-        return out;
     }
 }

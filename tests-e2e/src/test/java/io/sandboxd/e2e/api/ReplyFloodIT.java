@@ -1,8 +1,8 @@
 package io.sandboxd.e2e.api;
 
-import io.fabric8.kubernetes.api.model.Pod;
 import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.RunsAlone;
+import io.sandboxd.e2e.support.MetricPeak;
 import io.sandboxd.e2e.support.Sandboxd;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -153,11 +153,11 @@ class ReplyFloodIT {
                         tokens.get(i % 2)));
             }
 
-            Map<URI, Long> budgetPeak = new ConcurrentHashMap<>();
+            Map<URI, Double> budgetPeak = new ConcurrentHashMap<>();
             AtomicBoolean over = new AtomicBoolean();
             List<Future<?>> pollers = new ArrayList<>();
             for (URI replica : sandboxd.replicas()) {
-                pollers.add(threads.submit(() -> pollReplyBudget(replica, over, budgetPeak)));
+                pollers.add(threads.submit(() -> MetricPeak.poll(http, replica, "sandboxd_reply_budget_in_use_bytes", over, budgetPeak)));
             }
             List<Future<Outcome>> flood = new ArrayList<>();
             for (Call call : calls) {
@@ -176,7 +176,7 @@ class ReplyFloodIT {
             outcomes.forEach(o -> byKind.merge(o.call().kind() + " " + (o.whole() ? "200" : o.noRoom() ? "503 no room"
                     : o.noWarmPod() ? "503 no warm pod" : "other"), 1, Integer::sum));
             System.out.println("reply flood: " + byKind + "; reply budget in use at its peak per replica "
-                    + mib(budgetPeak));
+                    + MetricPeak.mib(budgetPeak));
             for (Outcome o : outcomes) {
                 assertTrue(o.whole() || o.noRoom() || o.noWarmPod(), "every call is answered whole or refused as "
                         + "documented, never cut off: " + o);
@@ -190,7 +190,7 @@ class ReplyFloodIT {
                         "liveness stays up on " + replica);
             }
         } finally {
-            deleteSessionPods(Set.copyOf(projects));
+            sandboxd.deleteSessionPodsOf(Set.copyOf(projects));
         }
         sandboxd.awaitWarmPool();
     }
@@ -238,48 +238,6 @@ class ReplyFloodIT {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return new Outcome(call, 0, 0, null, null, "interrupted");
-        }
-    }
-
-    /** Polls one replica's reply budget in use until the flood is over, keeping the highest. */
-    private Void pollReplyBudget(URI replica, AtomicBoolean over, Map<URI, Long> peak) {
-        HttpRequest request = HttpRequest.newBuilder(replica.resolve("/observe/metrics"))
-                .timeout(Duration.ofSeconds(10)).header("Accept", "text/plain").GET().build();
-        while (!over.get()) {
-            try {
-                String metrics = http.send(request, HttpResponse.BodyHandlers.ofString()).body();
-                for (String line : metrics.split("\n")) {
-                    if (line.startsWith("sandboxd_reply_budget_in_use_bytes")) {
-                        long used = (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
-                        peak.merge(replica, used, Math::max);
-                    }
-                }
-                Thread.sleep(100);
-            } catch (IOException | NumberFormatException e) {
-                // a missed sample; the next one counts
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return null;
-            }
-        }
-        return null;
-    }
-
-    private static Map<String, String> mib(Map<URI, Long> bytes) {
-        Map<String, String> out = new TreeMap<>();
-        bytes.forEach((replica, used) -> out.put(replica.toString(), (used >> 20) + " MiB"));
-        return out;
-    }
-
-    /** Session pods stay for the idle timeout; the test's own are removed so they count against nobody's quota. */
-    private static void deleteSessionPods(Set<String> projects) {
-        for (Pod pod : sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("sandboxd.io/session")
-                .list().getItems()) {
-            Map<String, String> annotations = pod.getMetadata().getAnnotations();
-            if (annotations != null && projects.contains(annotations.get("sandboxd.io/project"))) {
-                sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(pod.getMetadata().getName())
-                        .delete();
-            }
         }
     }
 }

@@ -1,6 +1,5 @@
 package io.sandboxd.e2e.api;
 
-import io.fabric8.kubernetes.api.model.Pod;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.IsolationTest;
@@ -135,7 +134,7 @@ class TenantsIT {
                     HOG_RUNS, HOG_SECONDS, ran, unavailable, limited, B_RUNS_DURING_BURST, Collections.max(bMillis), bMillis,
                     coldStart.millis());
         } finally {
-            deleteSessionPods(Set.of(projectB));
+            sandboxd.deleteSessionPodsOf(Set.of(projectB));
         }
         sandboxd.awaitWarmPool();
     }
@@ -191,7 +190,7 @@ class TenantsIT {
                     opened.size(), retryAfter, refused.error(), B_RUNS, Collections.max(bMillis), bMillis,
                     bSession.millis());
         } finally {
-            deleteSessionPods(Set.of(projectA, projectB));
+            sandboxd.deleteSessionPodsOf(Set.of(projectA, projectB));
         }
         sandboxd.awaitWarmPool();
     }
@@ -200,18 +199,6 @@ class TenantsIT {
         long start = System.nanoTime();
         ApiResponse r = call.get();
         return new Timed(r, (System.nanoTime() - start) / 1_000_000);
-    }
-
-    /** Session pods stay for the idle timeout; the test's own are removed so they count against nobody's quota. */
-    private static void deleteSessionPods(Set<String> projects) {
-        for (Pod pod : sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withLabel("sandboxd.io/session")
-                .list().getItems()) {
-            Map<String, String> annotations = pod.getMetadata().getAnnotations();
-            if (annotations != null && projects.contains(annotations.get("sandboxd.io/project"))) {
-                sandboxd.k8s().pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName(pod.getMetadata().getName())
-                        .withGracePeriod(0).delete();
-            }
-        }
     }
 
     /** Snippet pods claimed by single-use runs now (the class runs alone, so they are A's). */

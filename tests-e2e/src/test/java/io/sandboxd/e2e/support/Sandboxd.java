@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 import static org.awaitility.Awaitility.await;
@@ -305,6 +306,21 @@ public final class Sandboxd {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * Deletes the D4 session pods of these projects (gracefully, as sandboxd does): session pods stay for the idle
+     * timeout, and a test's own would count against the quota of what runs after it.
+     *
+     * @param projects the test's projects
+     */
+    public void deleteSessionPodsOf(Set<String> projects) {
+        for (Pod pod : k8s.pods().inNamespace(SANDBOX_NAMESPACE).withLabel("sandboxd.io/session").list().getItems()) {
+            Map<String, String> annotations = pod.getMetadata().getAnnotations();
+            if (annotations != null && projects.contains(annotations.get("sandboxd.io/project"))) {
+                k8s.pods().inNamespace(SANDBOX_NAMESPACE).withName(pod.getMetadata().getName()).delete();
+            }
         }
     }
 
