@@ -26,18 +26,18 @@ public final class ApiRouting {
      */
     public static void register(HttpRouting.Builder routing, ApiComponents components) {
         RouteCalls calls = new RouteCalls(components.metrics(), components.inFlight());
+        SnippetExecution execution = new SnippetExecution(components.snippets(), components.snippet());
         routing.addFilter(new RequestIdFilter());
         routing.addFilter(new LingeringClose(components.bodies().lingerTime()));
         routing.addFilter(new DrainFilter(components.inFlight()));
         routing.addFilter(new ProjectAuthentication(components.auth(), calls, guarded(components)));
         ErrorMapping.register(routing);
-        routing.register(new ExecuteService(components.snippets(), components.snippet(), components.bodies().execute(),
-                                            components.replies(), calls),
+        routing.register(new ExecuteService(execution, components.bodies().execute(), components.replies(), calls),
                          new ToolCallService(components.tools(), components.tool(), components.bodies().call(),
                                              components.replies(), calls),
                          new PoolService(components.pool()));
         components.mcp().ifPresent(mcp -> routing.register(
-                new McpService(components.snippets(), components.snippet(), new McpSessions(mcp.seal()), mcp.ends(),
+                new McpService(execution, new McpSessions(mcp.seal()), mcp.ends(),
                                mcp.allowedOrigins(), components.bodies().execute(), components.replies(), calls)));
     }
 

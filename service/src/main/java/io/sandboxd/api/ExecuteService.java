@@ -1,9 +1,5 @@
 package io.sandboxd.api;
 
-import io.sandboxd.config.SnippetSettings;
-import io.sandboxd.run.SnippetJob;
-import io.sandboxd.run.SnippetOutcome;
-import io.sandboxd.run.SnippetRunner;
 import io.sandboxd.tokens.ProjectIdentity;
 
 import io.helidon.webserver.http.HttpRules;
@@ -13,28 +9,26 @@ import io.helidon.webserver.http.ServerResponse;
 
 /**
  * {@code POST /v1/execute}: one Python snippet in a single-use pod (or the caller's D4 session pod), for the caller
- * {@link ProjectAuthentication} verified.
+ * {@link ProjectAuthentication} verified. The REST door of {@link SnippetExecution}: it reads the body and writes the
+ * JSON answer.
  */
 final class ExecuteService implements HttpService {
 
     static final String PATH = "/v1/execute";
 
-    private final SnippetRunner runner;
-    private final SnippetSettings settings;
+    private final SnippetExecution execution;
     private final JsonBody body;
     private final Replies replies;
     private final RouteCalls calls;
 
     /**
-     * @param runner   snippet runs
-     * @param settings snippet settings (timeouts)
-     * @param body     how the route's body is read (its cap, the replica's body budget)
-     * @param replies  the replica's reply budget
-     * @param calls    audit and metrics of each call
+     * @param execution the run path of the contract
+     * @param body      how the route's body is read (its cap, the replica's body budget)
+     * @param replies   the replica's reply budget
+     * @param calls     audit and metrics of each call
      */
-    ExecuteService(SnippetRunner runner, SnippetSettings settings, JsonBody body, Replies replies, RouteCalls calls) {
-        this.runner = runner;
-        this.settings = settings;
+    ExecuteService(SnippetExecution execution, JsonBody body, Replies replies, RouteCalls calls) {
+        this.execution = execution;
         this.body = body;
         this.replies = replies;
         this.calls = calls;
@@ -56,19 +50,10 @@ final class ExecuteService implements HttpService {
                 call.caller(caller);
                 // the body's budget charge is held until the run ends: its code and files stay in memory until then;
                 // the reply's from when it arrives until the answer is written
-                try (JsonBody.Read<ExecuteRequest> read = body.read(req, caller.project(),
-                                                                   parser -> ExecuteRequest.read(parser, settings));
+                try (JsonBody.Read<ExecuteRequest> read = body.read(req, caller.project(), execution::read);
                      ReplyCharge reply = replies.executorReply(caller.project())) {
                     ExecuteRequest request = read.value();
-                    request.sessionId().ifPresent(call::session);
-                    SnippetOutcome outcome = runner.run(new SnippetJob(caller, requestId, request.code(),
-                                                                       request.timeoutSeconds(), request.files(),
-                                                                       request.sessionId(), reply));
-                    call.succeeded(outcome.sandboxId(), outcome.reply().exitCode(), "ok");
-                    call.timing("wait_ms", outcome.waitMillis());
-                    call.timing("pod_ms", outcome.podMillis());
-                    call.timing("run_ms", outcome.reply().durationMs());
-                    ApiJson.send(res, 200, ExecuteResponse.from(outcome));
+                    ApiJson.send(res, 200, execution.run(call, caller, requestId, request, request.sessionId(), reply));
                 }
             } catch (RuntimeException e) {
                 throw call.failed(e);

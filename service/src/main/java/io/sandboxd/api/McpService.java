@@ -11,9 +11,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
-import io.sandboxd.config.SnippetSettings;
 import io.sandboxd.logging.CallerText;
-import io.sandboxd.run.SnippetRunner;
 import io.sandboxd.tokens.ProjectIdentity;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -69,8 +67,7 @@ final class McpService implements HttpService, McpStatelessServerTransport {
     private volatile McpStatelessServerHandler handler;
 
     /**
-     * @param runner   snippet runs (within the project's limits)
-     * @param settings snippet settings (timeouts)
+     * @param execution the run path of the {@code /v1/execute} contract, which the tools take
      * @param sessions MCP session ids
      * @param ends     ends a session's interpreter
      * @param allowedOrigins browser origins served; a request with another {@code Origin} gets 403
@@ -78,7 +75,7 @@ final class McpService implements HttpService, McpStatelessServerTransport {
      * @param replies  the replica's reply budget
      * @param calls    audit and metrics of each tool call
      */
-    McpService(SnippetRunner runner, SnippetSettings settings, McpSessions sessions, ApiComponents.SessionEnds ends,
+    McpService(SnippetExecution execution, McpSessions sessions, ApiComponents.SessionEnds ends,
                List<String> allowedOrigins, JsonBody body, Replies replies, RouteCalls calls) {
         this.sessions = sessions;
         this.ends = ends;
@@ -89,11 +86,11 @@ final class McpService implements HttpService, McpStatelessServerTransport {
                 .serverInfo("sandboxd", Optional.ofNullable(McpService.class.getPackage().getImplementationVersion())
                         .orElse("dev"))
                 .capabilities(McpSchema.ServerCapabilities.builder().tools(false).build())
-                .tools(new McpTools(runner, settings, calls).specifications())
+                .tools(new McpTools(execution, calls).specifications())
                 .jsonMapper(json)
                 .validateToolInputs(false) // ExecuteRequest validates, with the contract's messages
                 .immediateExecution(true) // on the request's own (virtual) thread
-                .requestTimeout(Duration.ofSeconds(settings.maxTimeoutSeconds()).plus(MARGIN))
+                .requestTimeout(Duration.ofSeconds(execution.settings().maxTimeoutSeconds()).plus(MARGIN))
                 .build();
         if (handler == null) {
             throw new IllegalStateException("the MCP server did not attach to its transport: " + server);

@@ -7,9 +7,6 @@ import java.util.Objects;
 import java.util.Optional;
 
 import io.sandboxd.config.SnippetSettings;
-import io.sandboxd.run.SnippetJob;
-import io.sandboxd.run.SnippetOutcome;
-import io.sandboxd.run.SnippetRunner;
 import io.sandboxd.sandbox.ReplyRoom;
 import io.sandboxd.tokens.ProjectIdentity;
 
@@ -21,9 +18,9 @@ import io.modelcontextprotocol.spec.McpSchema;
 /**
  * The MCP tools (D10): {@value #RUN_PYTHON}, one snippet in a single-use pod with the {@code POST /v1/execute}
  * contract, and {@value #RUN_PYTHON_SESSION}, the same in the interpreter of the caller's MCP session (a D4 session).
- * Arguments are validated as the REST body is ({@link ExecuteRequest#parse}, the contract's messages); the run goes
- * through the same runner, so the project's limits, caps and audit line (route {@value McpService#PATH}) are those
- * of the REST route. A refused or failed run is a tool error carrying the contract's message, its HTTP status and,
+ * Arguments are validated and run on the REST route's own path ({@link SnippetExecution}: the contract's messages),
+ * so the project's limits, caps, success and audit line (route {@value McpService#PATH}) are those of the REST
+ * route. A refused or failed run is a tool error carrying the contract's message, its HTTP status and,
  * for a limit, the seconds to wait.
  */
 final class McpTools {
@@ -40,18 +37,17 @@ final class McpTools {
     static final String SESSION = "sandboxd.session";
     static final String REPLY_ROOM = "sandboxd.replyRoom";
 
-    private final SnippetRunner runner;
+    private final SnippetExecution execution;
     private final SnippetSettings settings;
     private final RouteCalls calls;
 
     /**
-     * @param runner   snippet runs (within the project's limits)
-     * @param settings snippet settings (timeouts)
-     * @param calls    audit and metrics of each call
+     * @param execution the run path of the {@code /v1/execute} contract
+     * @param calls     audit and metrics of each call
      */
-    McpTools(SnippetRunner runner, SnippetSettings settings, RouteCalls calls) {
-        this.runner = runner;
-        this.settings = settings;
+    McpTools(SnippetExecution execution, RouteCalls calls) {
+        this.execution = execution;
+        this.settings = execution.settings();
         this.calls = calls;
     }
 
@@ -100,17 +96,9 @@ final class McpTools {
                 ObjectNode body = ApiJson.MAPPER.valueToTree(request.arguments() == null ? Map.of()
                                                                  : request.arguments());
                 body.remove("session_id"); // a session is the MCP session's, never an argument
-                ExecuteRequest run = ExecuteRequest.parse(body, settings);
-                Optional<String> runSession = inSession ? session : Optional.empty();
-                runSession.ifPresent(call::session);
-                SnippetOutcome outcome = runner.run(new SnippetJob(caller, requestId, run.code(),
-                                                                   run.timeoutSeconds(), run.files(), runSession,
-                                                                   replyRoom));
-                call.succeeded(outcome.sandboxId(), outcome.reply().exitCode(), "ok");
-                call.timing("wait_ms", outcome.waitMillis());
-                call.timing("pod_ms", outcome.podMillis());
-                call.timing("run_ms", outcome.reply().durationMs());
-                ExecuteResponse response = ExecuteResponse.from(outcome);
+                ExecuteRequest run = execution.parse(body);
+                ExecuteResponse response = execution.run(call, caller, requestId, run,
+                                                         inSession ? session : Optional.empty(), replyRoom);
                 return McpSchema.CallToolResult.builder()
                         .addTextContent(text(response))
                         .structuredContent(ApiJson.MAPPER.convertValue(response, Map.class))
