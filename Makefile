@@ -42,7 +42,7 @@ lint: ## ruff and mypy on toolrunner/ (their venv: /var/cache/sandboxd/lint-venv
 	test -z "$$(gofmt -l egress-proxy)" || { gofmt -l egress-proxy; echo "egress-proxy: run gofmt -w egress-proxy"; exit 1; }
 	cd egress-proxy && go vet ./...
 
-docs: ## regenerate the chart README's values reference from values.yaml (helm-docs, built once from the Go module proxy)
+docs: ## regenerate the chart README's values reference (helm-docs, built once from the Go module proxy) and values.schema.json's descriptions from values.yaml
 	bash charts/helm-docs.sh
 
 unit-test: ## unit tests: service, policies + chart, egress proxy, toolrunner, toolrunner with Google ADK; the formatter check on every Java module
