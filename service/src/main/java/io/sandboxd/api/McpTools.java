@@ -37,6 +37,9 @@ final class McpTools {
     static final String SESSION = "sandboxd.session";
     static final String REPLY_ROOM = "sandboxd.replyRoom";
 
+    /** The {@code POST /v1/execute} field the tools neither take nor advertise: the MCP session is the session. */
+    private static final String SESSION_ID = "session_id";
+
     private final SnippetExecution execution;
     private final SnippetSettings settings;
     private final RouteCalls calls;
@@ -95,7 +98,7 @@ final class McpTools {
                 }
                 ObjectNode body = ApiJson.MAPPER.valueToTree(request.arguments() == null ? Map.of()
                                                                  : request.arguments());
-                body.remove("session_id"); // a session is the MCP session's, never an argument
+                body.remove(SESSION_ID); // a session is the MCP session's, never an argument
                 ExecuteRequest run = execution.parse(body);
                 ExecuteResponse response = execution.run(call, caller, requestId, run,
                                                          inSession ? session : Optional.empty(), replyRoom);
@@ -169,41 +172,29 @@ final class McpTools {
                 .build();
     }
 
+    /**
+     * The tools' arguments: the {@code POST /v1/execute} body of the OpenAPI document, without {@code session_id} (a
+     * session is the MCP session's), {@code timeout_s} with this install's default and longest timeout.
+     */
     private Map<String, Object> inputSchema() {
-        Map<String, Object> file = Map.of(
-                "type", "object",
-                "properties", Map.of("path", Map.of("type", "string",
-                                                    "description", "path relative to the working directory"),
-                                     "content_b64", Map.of("type", "string", "description",
-                                                           "the file's bytes, base64")),
-                "required", List.of("path"));
-        return Map.of(
-                "type", "object",
-                "properties", Map.of(
-                        "code", Map.of("type", "string", "description", "Python 3 source to run"),
-                        "timeout_s", Map.of("type", "integer", "minimum", 1, "maximum", settings.maxTimeoutSeconds(),
-                                            "description", "wall-time limit in seconds (default "
-                                                    + settings.defaultTimeoutSeconds() + ")"),
-                        "files", Map.of("type", "array", "items", file,
-                                        "description", "files written to the working directory before the run")),
-                "required", List.of("code"));
+        ObjectNode schema = ApiDocument.schema("ExecuteRequest");
+        ObjectNode properties = (ObjectNode) schema.get("properties");
+        properties.remove(SESSION_ID);
+        ((ObjectNode) properties.get("timeout_s"))
+                .put("default", settings.defaultTimeoutSeconds())
+                .put("maximum", settings.maxTimeoutSeconds())
+                .put("description", "Wall-clock limit in seconds; 0 or absent means the default ("
+                        + settings.defaultTimeoutSeconds() + "), at most " + settings.maxTimeoutSeconds() + ".");
+        return asMap(schema);
     }
 
+    /** The tools' structured content: the {@code POST /v1/execute} 200 body of the OpenAPI document. */
     private static Map<String, Object> outputSchema() {
-        Map<String, Object> file = Map.of("type", "object",
-                                          "properties", Map.of("path", Map.of("type", "string"),
-                                                               "content_b64", Map.of("type", "string")));
-        Map<String, Object> properties = new LinkedHashMap<>();
-        properties.put("sandbox_id", Map.of("type", "string"));
-        properties.put("stdout", Map.of("type", "string"));
-        properties.put("stderr", Map.of("type", "string"));
-        properties.put("exit_code", Map.of("type", "integer", "description", "-1 when the run timed out"));
-        properties.put("duration_ms", Map.of("type", "integer"));
-        properties.put("files", Map.of("type", "array", "items", file));
-        properties.put("stdout_truncated", Map.of("type", "boolean"));
-        properties.put("stderr_truncated", Map.of("type", "boolean"));
-        properties.put("files_truncated", Map.of("type", "boolean"));
-        return Map.of("type", "object", "properties", properties,
-                      "required", List.of("sandbox_id", "stdout", "stderr", "exit_code", "duration_ms"));
+        return asMap(ApiDocument.schema("ExecuteResponse"));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> asMap(ObjectNode schema) {
+        return ApiJson.MAPPER.convertValue(schema, Map.class);
     }
 }
