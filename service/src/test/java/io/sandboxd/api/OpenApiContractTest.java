@@ -4,7 +4,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import io.sandboxd.limits.ProjectLimit;
+
 import com.atlassian.oai.validator.report.ValidationReport;
+import com.fasterxml.jackson.core.JsonProcessingException;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -36,6 +39,20 @@ class OpenApiContractTest {
         assertValid("POST", "/v1/call", 503, JSON, "{\"error\":\"the tool sandbox did not start: the tool sandbox "
                 + "exited before it was ready (phase Failed); the agent image must contain crusoe_adk.toolrunner\"}");
         assertValid("GET", "/v1/pool", 200, JSON, "{\"warm\":3,\"target\":3,\"in_flight\":0,\"created_total\":17}");
+    }
+
+    /** The 429 messages are made in one place ({@link ProjectLimit}); the document's patterns must take each. */
+    @Test
+    void everyLimitsMessagePassesOnItsRoute() throws JsonProcessingException {
+        Map<String, List<String>> limited = Map.of("Content-Type", List.of("application/json"),
+                                                   "X-Request-Id", List.of(REQUEST_ID), "Retry-After", List.of("3"));
+        for (ProjectLimit limit : ProjectLimit.values()) {
+            String path = limit == ProjectLimit.CALL_IN_FLIGHT ? "/v1/call" : "/v1/execute";
+            String body = ApiJson.MAPPER.writeValueAsString(
+                    Map.of("error", limit.exceeded("proj-a", 8, 3).getMessage()));
+            assertValid("POST", path, 429, limited, body);
+            assertInvalid("POST", path.equals("/v1/call") ? "/v1/execute" : "/v1/call", 429, limited, body);
+        }
     }
 
     @Test
