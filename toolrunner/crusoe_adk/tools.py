@@ -114,6 +114,8 @@ def conversation_session_id() -> str | None:
 
 
 def format_run(reply: Mapping[str, Any]) -> str:
+    """The text an agent reads of a run; sandboxd's MCP tools write the same (both are tested against
+    tests/run_text_cases.json)."""
     def block(text: str | None) -> str:
         return text.rstrip("\n") if text else "(empty)"
     lines = [f"stdout:\n{block(reply.get('stdout'))}",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from crusoe_adk.tools import run_python
+from crusoe_adk.tools import format_run, run_python
 from crusoe_core.adapter import MissingTokenError, internal_caller_headers
 
 
@@ -153,3 +153,10 @@ def test_the_package_stays_standard_library_and_names_the_adk_extra():
     toolrunner = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-c", probe], check=True, cwd=toolrunner,
                    env={"PYTHONPATH": str(toolrunner), "PATH": "/usr/bin:/bin"})
+
+
+def test_a_run_becomes_the_text_of_the_shared_cases():
+    """The run-text format is held in one table, which sandboxd's MCP tools are tested against too."""
+    cases = json.loads((Path(__file__).parent / "run_text_cases.json").read_text())["cases"]
+    for case in cases:
+        assert format_run(case["reply"]) == case["text"], case

@@ -115,8 +115,9 @@ final class McpTools {
     }
 
     /**
-     * The text an agent reads, as {@code crusoe_adk.tools.run_python} formats a run; built in one buffer of its size
-     * (stdout and stderr can be megabytes each).
+     * The text an agent reads, as {@code crusoe_adk.tools.run_python} formats a run (both are tested against the
+     * cases of {@code toolrunner/tests/run_text_cases.json}); built in one buffer of its size (stdout and stderr can
+     * be megabytes each).
      */
     static String text(ExecuteResponse response) {
         StringBuilder text = new StringBuilder(64 + length(response.stdout()) + length(response.stderr()));

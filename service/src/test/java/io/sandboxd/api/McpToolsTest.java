@@ -1,5 +1,7 @@
 package io.sandboxd.api;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 
@@ -16,8 +18,14 @@ import org.junit.jupiter.api.Test;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
-/** The tools' schemas are the OpenAPI document's {@code /v1/execute} schemas, not a copy of them. */
+/**
+ * The tools' schemas are the OpenAPI document's {@code /v1/execute} schemas, not a copy of them; their text is the
+ * run-text format of the table the agent side is tested against too.
+ */
 class McpToolsTest {
+
+    /** The run-text format's one table (the agent side's {@code crusoe_adk.tools.format_run} is tested on it too). */
+    private static final Path RUN_TEXT_CASES = Path.of("../toolrunner/tests/run_text_cases.json");
 
     private static final SnippetSettings SETTINGS = SandboxConfig.from(Config.just(ConfigSources.create(Map.of(
             "sandbox.snippet.defaultTimeoutSeconds", "7",
@@ -52,6 +60,18 @@ class McpToolsTest {
             assertEquals(30, timeout.get("maximum").asInt());
             assertEquals("Wall-clock limit in seconds; 0 or absent means the default (7), at most 30.",
                          timeout.get("description").asText());
+        }
+    }
+
+    @Test
+    void aRunBecomesTheTextOfTheSharedCases() throws IOException {
+        JsonNode cases = ApiJson.MAPPER.readTree(RUN_TEXT_CASES.toFile()).get("cases");
+        assertFalse(cases.isEmpty());
+        for (JsonNode c : cases) {
+            ObjectNode reply = ((ObjectNode) c.get("reply").deepCopy()).put("sandbox_id", "sandbox-x7k2p")
+                    .put("duration_ms", 38);
+            assertEquals(c.get("text").asText(), McpTools.text(ApiJson.MAPPER.treeToValue(reply, ExecuteResponse.class)),
+                         c.toString());
         }
     }
 }
