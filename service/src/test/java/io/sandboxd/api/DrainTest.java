@@ -27,6 +27,7 @@ import io.helidon.health.HealthCheckResponse;
 import io.helidon.webserver.WebServerConfig;
 import io.helidon.webserver.testing.junit5.ServerTest;
 import io.helidon.webserver.testing.junit5.SetUpServer;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -100,10 +101,8 @@ class DrainTest {
                     throw new IllegalStateException(e);
                 }
             });
-            for (long end = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-                 IN_FLIGHT.count() == 0 && System.nanoTime() < end; ) {
-                Thread.sleep(10);
-            }
+            Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
+                    .until(() -> IN_FLIGHT.count() > 0);
             assertEquals(1, IN_FLIGHT.count(), "the call is under way");
             IN_FLIGHT.drain();
             hold.countDown();

@@ -22,7 +22,7 @@ class InFlightRequestsTest {
         assertFalse(requests.awaitQuiet(Duration.ofMillis(10), Duration.ofMillis(300)), "a call under way");
         Thread.ofVirtual().start(() -> {
             try {
-                Thread.sleep(100);
+                Thread.sleep(100); // the call under way ends a while after the wait for quiet began
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -38,7 +38,7 @@ class InFlightRequestsTest {
             while (!Thread.currentThread().isInterrupted()) {
                 requests.active();
                 try {
-                    Thread.sleep(20);
+                    Thread.sleep(20); // the pace of arrivals, closer than the quiet moment: what is under test
                 } catch (InterruptedException e) {
                     return;
                 }

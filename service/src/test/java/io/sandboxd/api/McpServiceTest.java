@@ -365,7 +365,9 @@ class McpServiceTest {
         root.addHandler(handler);
         try {
             action.run();
-            Thread.sleep(200); // a line written just after the response
+            // Lines written just after the response count too; the checks are also on lines that must not come, so
+            // this is a window to catch them, not a wait for a condition.
+            Thread.sleep(200);
         } finally {
             root.removeHandler(handler);
             held.forEach(logger -> logger.setLevel(before.get(logger.getName())));

@@ -48,6 +48,7 @@ import io.helidon.health.HealthCheckResponse;
 import io.helidon.webserver.WebServerConfig;
 import io.helidon.webserver.testing.junit5.ServerTest;
 import io.helidon.webserver.testing.junit5.SetUpServer;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -215,7 +216,7 @@ class RequestBodyLimitsTest {
                 } catch (IOException closed) {
                     break; // the server answered and ended the connection
                 }
-                Thread.sleep(100);
+                Thread.sleep(100); // the trickle's pace, slower than the read deadline: what is under test
                 if (in.available() > 0) {
                     answer = new String(in.readNBytes(in.available()), StandardCharsets.US_ASCII);
                 }
@@ -546,11 +547,9 @@ class RequestBodyLimitsTest {
 
     // ---- helpers ----
 
-    private static void awaitLines(List<String> lines, int count) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        while (lines.size() < count && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
+    private static void awaitLines(List<String> lines, int count) {
+        Awaitility.await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(10))
+                .until(() -> lines.size() >= count);
     }
 
     private static SnippetOutcome ok() {
@@ -566,12 +565,9 @@ class RequestBodyLimitsTest {
     }
 
     /** A call releases its charge when it closes, just after its response is sent. */
-    private static void awaitBudgetReleased() throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        while (budget.inUse() != 0 && System.nanoTime() < deadline) {
-            Thread.sleep(5);
-        }
-        assertEquals(0, budget.inUse(), "every charge released");
+    private static void awaitBudgetReleased() {
+        Awaitility.await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(5))
+                .untilAsserted(() -> assertEquals(0, budget.inUse(), "every charge released"));
     }
 
     private String token(String project) {

@@ -22,7 +22,7 @@ class CoalescedPassesTest {
         CoalescedPasses passes = new CoalescedPasses("test-pass", () -> {
             started.countDown();
             try {
-                Thread.sleep(300); // an API call under way
+                Thread.sleep(300); // an API call under way, as long as close() must wait for it
                 finished.set(true);
             } catch (InterruptedException e) {
                 interrupted.set(true);
@@ -54,7 +54,7 @@ class CoalescedPassesTest {
         passes.request(); // queued behind the one under way
         new Thread(() -> {
             try {
-                Thread.sleep(200);
+                Thread.sleep(200); // the pass under way ends only after close() has begun
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

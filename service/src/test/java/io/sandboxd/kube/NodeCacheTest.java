@@ -83,9 +83,11 @@ class NodeCacheTest {
             assertEquals("its node node-d is out of service", TestNodes.down(nodes, "node-d").get().describe());
             assertEquals(Optional.of(new NodeCache.Down("node-d", false, true, since)), nodes.confirmedDown("node-d"));
 
-            // Any effect; but a Ready node with the taint is not down at all.
+            // Any effect; but a Ready node with the taint is not down at all. The watch reports changes in order: once
+            // the cache shows a node added after the taint, it has seen the taint.
             TestNodes.outOfService(client, "node-e", "NoSchedule");
-            Thread.sleep(200);
+            TestNodes.node(client, "node-f", "Unknown", since);
+            TestNodes.await(() -> TestNodes.down(nodes, "node-f").isPresent(), "node-f, added after the taint, seen");
             assertEquals(Optional.empty(), TestNodes.down(nodes, "node-e"));
             TestNodes.node(client, "node-e", "False", since);
             TestNodes.outOfService(client, "node-e", "NoSchedule");

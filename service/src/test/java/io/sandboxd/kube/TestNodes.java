@@ -1,6 +1,5 @@
 package io.sandboxd.kube;
 
-import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
@@ -10,8 +9,6 @@ import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Nodes on the mock API server, as the kubelet and the node controller set their Ready condition. */
 public final class TestNodes {
@@ -89,11 +86,7 @@ public final class TestNodes {
      * @throws InterruptedException when interrupted
      */
     public static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, "timed out waiting for: " + what);
-            Thread.sleep(20);
-        }
+        MockCluster.awaitTrue(condition, "timed out waiting for: " + what);
     }
 
     /** @return a pod with only a name, bound to {@code node} */

@@ -83,7 +83,7 @@ class MemoryBudgetTest {
         Thread releaser = Thread.ofVirtual().start(() -> {
             try {
                 waiting.await();
-                Thread.sleep(100);
+                Thread.sleep(100); // the release comes late on purpose: the waiter must wait for it
             } catch (InterruptedException e) {
                 return;
             }
@@ -125,12 +125,12 @@ class MemoryBudgetTest {
                         long mine = perProject[project].addAndGet(size);
                         peak.accumulateAndGet(now, Math::max);
                         assertTrue(mine <= capacity / 2, "project share exceeded: " + mine);
-                        Thread.sleep(ThreadLocalRandom.current().nextInt(0, 5));
+                        Thread.sleep(ThreadLocalRandom.current().nextInt(0, 5)); // a parse holding its charge
                         // counted out before the budget is released, so the counters never run ahead of it
                         held.addAndGet(-(size - size / 10));
                         perProject[project].addAndGet(-(size - size / 10));
                         grant.shrinkTo(size / 10);
-                        Thread.sleep(ThreadLocalRandom.current().nextInt(0, 5));
+                        Thread.sleep(ThreadLocalRandom.current().nextInt(0, 5)); // holding what it kept
                         held.addAndGet(-(size / 10));
                         perProject[project].addAndGet(-(size / 10));
                         served.incrementAndGet();

@@ -14,9 +14,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.BooleanSupplier;
 
 import io.sandboxd.TestSettings;
+import io.sandboxd.kube.MockCluster;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
@@ -33,12 +33,14 @@ import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
+import static io.sandboxd.kube.MockCluster.awaitSynced;
+import static io.sandboxd.kube.MockCluster.awaitTrue;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -47,19 +49,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * like the real one): replicas report the same figures, {@code created_total} survives a leader change and a restart,
  * and it never decreases, whichever replica is asked.
  */
-@EnableKubernetesMockClient(crud = true)
 class PoolCountersTest {
 
-    static final String NS = "cai-sandbox";
+    static final String NS = MockCluster.NS;
     private static final PoolTimes TIMES = PoolTimes.of(TestSettings.BUDGET);
     private static final int TARGET = 3;
 
-    KubernetesClient client;
-    KubernetesMockServer server;
+    @RegisterExtension
+    final MockCluster cluster = new MockCluster();
+    private KubernetesClient client;
+    private KubernetesMockServer server;
     private final List<Replica> replicas = new ArrayList<>();
 
+    /** The chart creates the ConfigMap without the figure. */
     @BeforeEach
-    void theChartCreatesTheConfigMapWithoutTheFigure() {
+    void setUp() {
+        client = cluster.client();
+        server = cluster.server();
         client.configMaps().inNamespace(NS).resource(new ConfigMapBuilder()
                 .withNewMetadata().withName(PoolRecord.CONFIG_MAP).endMetadata().build()).create();
     }
@@ -76,7 +82,7 @@ class PoolCountersTest {
         Replica a = replica("replica-a");
         Replica b = replica("replica-b");
         a.reconciler.leading(true);
-        awaitTrue(() -> storedPods().size() == TARGET, "the leader fills the pool");
+        awaitTrue(() -> cluster.snippetPods().size() == TARGET, "the leader fills the pool");
         markAllReady();
 
         PoolStatus full = new PoolStatus(TARGET, TARGET, 0, TARGET);
@@ -87,7 +93,7 @@ class PoolCountersTest {
         ClaimedPod pod = b.pool.claim("req-1", "proj", Duration.ofSeconds(5));
         awaitTrue(() -> a.counters.inFlight() == 1 && b.counters.inFlight() == 1,
                   () -> "one run in flight on both: a=" + a.status() + " b=" + b.status());
-        awaitTrue(() -> storedPods().size() == TARGET + 1, "the leader refills");
+        awaitTrue(() -> cluster.snippetPods().size() == TARGET + 1, "the leader refills");
         markAllReady();
         PoolStatus running = new PoolStatus(TARGET, TARGET, 1, TARGET + 1);
         awaitTrue(() -> a.status().equals(running) && b.status().equals(running),
@@ -120,18 +126,18 @@ class PoolCountersTest {
     void aLeaderChangeAndARestartKeepCreatedTotal() throws Exception {
         Replica a = replica("replica-a");
         a.reconciler.leading(true);
-        awaitTrue(() -> storedPods().size() == TARGET, "the first leader fills the pool");
+        awaitTrue(() -> cluster.snippetPods().size() == TARGET, "the first leader fills the pool");
         awaitTrue(() -> a.counters.createdTotal() == TARGET, "recorded");
         a.close(); // the leader stops (a rollout): its lease goes to b
 
         Replica b = replica("replica-b");
         assertEquals(TARGET, b.counters.createdTotal(), "a replica started later reports the pool's figure, not 0");
-        for (Pod pod : storedPods().subList(0, 2)) { // two runs used two pods
+        for (Pod pod : cluster.snippetPods().subList(0, 2)) { // two runs used two pods
             client.pods().inNamespace(NS).withName(pod.getMetadata().getName()).delete();
         }
         awaitTrue(() -> b.snippets.pods().size() == TARGET - 2, "b sees the pods gone");
         b.reconciler.leading(true);
-        awaitTrue(() -> storedPods().size() == TARGET, "the new leader refills");
+        awaitTrue(() -> cluster.snippetPods().size() == TARGET, "the new leader refills");
         awaitTrue(() -> b.counters.createdTotal() == TARGET + 2, () -> "counted on: " + b.counters.createdTotal());
 
         Replica restarted = replica("replica-a");
@@ -155,7 +161,7 @@ class PoolCountersTest {
                     start.await();
                     for (int i = 0; i < perThread; i++) {
                         r.counters.podCreated();
-                        Thread.sleep(2);
+                        Thread.sleep(2); // spreads the additions out, so that the reader's reads fall between them
                     }
                     return null;
                 }));
@@ -310,46 +316,20 @@ class PoolCountersTest {
         return client.configMaps().inNamespace(NS).withName(PoolRecord.CONFIG_MAP).get();
     }
 
-    private List<Pod> storedPods() {
-        return client.pods().inNamespace(NS).withLabels(SandboxLabels.snippetSelector()).list().getItems();
-    }
-
     /** Stand-in for the kubelet: every stored snippet pod becomes Running and Ready. */
     private void markAllReady() {
-        for (Pod pod : storedPods()) {
+        for (Pod pod : cluster.snippetPods()) {
             if (!PodStates.isReady(pod)) {
-                client.pods().inNamespace(NS).resource(new PodBuilder(pod).withNewStatus()
-                        .withPhase("Running").withPodIP("10.0.0.9")
-                        .addNewCondition().withType("Ready").withStatus("True").endCondition()
-                        .endStatus().build()).updateStatus();
+                cluster.markReady(pod, "10.0.0.9");
             }
         }
     }
 
     private static Pod pod(String name) {
-        return new PodBuilder(new SnippetPodSpec(NS, TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT).poolPod())
-                .editMetadata().withGenerateName(null).withName(name).endMetadata()
+        return new PodBuilder(MockCluster.poolPod(name))
                 .withNewStatus().withPhase("Running")
                     .addNewCondition().withType("Ready").withStatus("True").endCondition()
                 .endStatus()
                 .build();
-    }
-
-    private static void awaitSynced(PodCache cache) throws InterruptedException {
-        assertTrue(cache.await(() -> cache.synced() ? java.util.Optional.of(true) : java.util.Optional.empty(),
-                               Duration.ofSeconds(10)).isPresent(), "informer did not sync");
-    }
-
-    private static void awaitTrue(BooleanSupplier condition, String what) throws InterruptedException {
-        awaitTrue(condition, () -> what);
-    }
-
-    private static void awaitTrue(BooleanSupplier condition, java.util.function.Supplier<String> what)
-            throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, what);
-            Thread.sleep(20);
-        }
     }
 }

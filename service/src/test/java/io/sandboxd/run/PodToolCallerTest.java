@@ -27,6 +27,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -167,14 +168,7 @@ class PodToolCallerTest {
 
     /** Pods are deleted in the background after the call's answer: within moments, always. */
     private void assertNoPodLeft() {
-        long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (!client.pods().inNamespace(NS).list().getItems().isEmpty() && System.nanoTime() < until) {
-            try {
-                Thread.sleep(20);
-            } catch (InterruptedException e) {
-                throw new AssertionError(e);
-            }
-        }
-        assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind");
+        Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).untilAsserted(
+                () -> assertEquals(0, client.pods().inNamespace(NS).list().getItems().size(), "tool pod left behind"));
     }
 }

@@ -82,7 +82,7 @@ public final class FakePod implements AutoCloseable {
         lastRequest = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
         if (delayMillis > 0) {
             try {
-                Thread.sleep(delayMillis);
+                Thread.sleep(delayMillis); // a slow pod, as the test set it
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

@@ -13,6 +13,7 @@ import io.sandboxd.api.ContractText;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -246,10 +247,8 @@ class PodClientsTest {
         assertEquals(503, ContractText.statusOfRun(run));
         assertEquals("sandboxd is holding as many large sandbox replies as its memory allows; the code ran but its "
                              + "reply was dropped, try again shortly", ContractText.ofRun(run));
-        long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (pod.hangUps() == 0 && System.nanoTime() < until) {
-            Thread.sleep(20);
-        }
+        Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20))
+                .until(() -> pod.hangUps() > 0);
         assertEquals(1, pod.hangUps(), "sandboxd hung up on the reply instead of reading it");
 
         PodCallFailed call = assertThrows(PodCallFailed.class, () -> new ToolRunnerClient(http, JSON, 32 << 20,
@@ -268,7 +267,7 @@ class PodClientsTest {
         ExecutorReply reply = client.run("127.0.0.1", TOKEN, true, "x", 1, List.of(), new CompletableFuture<>(),
                                          bytes -> {
                                              try {
-                                                 Thread.sleep(1500);
+                                                 Thread.sleep(1500); // a long wait for room, as under test
                                              } catch (InterruptedException e) {
                                                  Thread.currentThread().interrupt();
                                              }

@@ -290,7 +290,7 @@ class EndSandboxesCommandTest {
                         }
                     }
                     try {
-                        Thread.sleep(20);
+                        Thread.sleep(20); // the stand-in kubelet's loop, not a wait in the test
                     } catch (InterruptedException e) {
                         return;
                     }

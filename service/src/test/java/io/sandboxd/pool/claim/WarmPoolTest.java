@@ -25,6 +25,7 @@ import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.api.ContractText;
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.kube.MockCluster;
 import io.sandboxd.kube.NodeCache;
 import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.TestNodes;
@@ -34,11 +35,12 @@ import io.sandboxd.pods.PodStates;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
+import static io.sandboxd.kube.MockCluster.state;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -52,19 +54,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * preconditions like the real one: claims race, exactly one replica wins each pod; reservations. The leader's side of
  * the pool is {@code PoolReconcilerTest}.
  */
-@EnableKubernetesMockClient(crud = true)
 class WarmPoolTest {
 
-    static final String NS = "cai-sandbox";
+    static final String NS = MockCluster.NS;
     static final PoolTimes TIMES = PoolTimes.of(io.sandboxd.TestSettings.BUDGET);
 
-    KubernetesClient client;
+    /** Closes the caches after {@link #tearDown()} has closed the pools over them. */
+    @RegisterExtension
+    final MockCluster cluster = new MockCluster();
+    private KubernetesClient client;
+    /** The snippet caches started so far, each awaited by {@link #awaitWarm}. */
     private final List<PodCache> caches = new ArrayList<>();
     private final List<WarmPool> pools = new ArrayList<>();
     private ExecutorService threads;
 
     @BeforeEach
     void setUp() {
+        client = cluster.client();
         threads = Executors.newFixedThreadPool(8);
     }
 
@@ -72,12 +78,11 @@ class WarmPoolTest {
     void tearDown() {
         threads.shutdownNow();
         pools.forEach(WarmPool::close);
-        caches.forEach(PodCache::close);
     }
 
     @Test
     void aStaleResourceVersionIsAConflict() {
-        Pod pod = readyWarmPod("sandbox-stale");
+        Pod pod = cluster.readyWarmPod("sandbox-stale");
         PodWrites writes = new PodWrites(client, NS, TestSeal.SEAL);
         Pod first = new PodBuilder(pod).editMetadata().addToAnnotations("a", "1").endMetadata().build();
         assertEquals(PodWrites.Outcome.UPDATED, writes.updateIfUnchanged(first).outcome());
@@ -87,7 +92,7 @@ class WarmPoolTest {
 
     @Test
     void exactlyOneOfTwoReplicasWinsTheLastWarmPod() throws Exception {
-        readyWarmPod("sandbox-only");
+        cluster.readyWarmPod("sandbox-only");
         WarmPool a = pool("replica-a");
         WarmPool b = pool("replica-b");
         awaitWarm(1);
@@ -118,7 +123,7 @@ class WarmPoolTest {
     @Test
     void concurrentClaimsFromTwoReplicasGetDistinctPods() throws Exception {
         for (int i = 0; i < 3; i++) {
-            readyWarmPod("sandbox-p" + i);
+            cluster.readyWarmPod("sandbox-p" + i);
         }
         WarmPool a = pool("replica-a");
         WarmPool b = pool("replica-b");
@@ -134,18 +139,15 @@ class WarmPoolTest {
     @Test
     void aWaitingClaimIsWokenWhenAPodBecomesWarm() throws Exception {
         WarmPool a = pool("replica-a");
-        CountDownLatch start = new CountDownLatch(1);
         Future<Object> waiting = threads.submit(() -> {
-            start.countDown();
             try {
                 return a.claim("req-w", "proj", Duration.ofSeconds(10));
             } catch (FailedRun e) {
                 return e;
             }
         });
-        start.await();
-        Thread.sleep(300);
-        readyWarmPod("sandbox-late");
+        awaitWaiting(a, 1);
+        cluster.readyWarmPod("sandbox-late");
         Object result = waiting.get(10, TimeUnit.SECONDS);
         String token = TestSeal.SEAL.secretOf(client.pods().inNamespace(NS).withName("sandbox-late").get()).orElseThrow();
         assertEquals(new ClaimedPod("sandbox-late", "10.0.0.9", token, false), result,
@@ -167,9 +169,9 @@ class WarmPoolTest {
         awaitWaiting(a, 5);
 
         for (int i = 0; i < 5; i++) {
-            readyWarmPod("sandbox-fair" + i);
+            cluster.readyWarmPod("sandbox-fair" + i);
             int served = i + 1;
-            awaitTrue(() -> order.size() == served, "pod " + i + " handed out: " + order);
+            MockCluster.awaitTrue(() -> order.size() == served, "not reached: pod " + i + " handed out: " + order);
         }
         for (Future<?> f : waiting) {
             f.get(10, TimeUnit.SECONDS);
@@ -181,9 +183,9 @@ class WarmPoolTest {
 
     @Test
     void podsThatAreNotReadyOrNotWarmAreNeverHandedOut() throws Exception {
-        new PodWrites(client, NS, TestSeal.SEAL).create(new PodBuilder(poolPod("sandbox-starting"))
+        new PodWrites(client, NS, TestSeal.SEAL).create(new PodBuilder(MockCluster.poolPod("sandbox-starting"))
                                                        .withNewStatus().withPhase("Pending").endStatus().build());
-        Pod claimed = readyWarmPod("sandbox-claimed");
+        Pod claimed = cluster.readyWarmPod("sandbox-claimed");
         client.pods().inNamespace(NS).resource(new PodBuilder(claimed).editMetadata()
                                                        .addToLabels(SandboxLabels.STATE, "claimed").endMetadata()
                                                        .build()).update();
@@ -204,23 +206,22 @@ class WarmPoolTest {
         TestNodes.node(client, "node-dying", "True", now);
         NodeCache nodes = NodeCache.start(client, Clock.systemUTC());
         try {
-            PodCache cache = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL, nodes);
+            PodCache cache = cluster.syncedCache(SandboxLabels.snippetSelector(), nodes);
             caches.add(cache);
-            awaitSynced(cache);
             TestNodes.awaitSynced(nodes);
             WarmPool reserving = new WarmPool(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-a",
                                               Clock.systemUTC(), 1, TIMES, ip -> true, pod -> true);
             pools.add(reserving);
-            Pod dying = readyWarmPod("sandbox-dying", "node-dying");
+            Pod dying = cluster.readyWarmPod("sandbox-dying", "node-dying");
             reserving.start();
-            awaitStored(pods -> pods.stream().anyMatch(p -> "reserved".equals(p.getMetadata().getLabels()
+            cluster.awaitStored(pods -> pods.stream().anyMatch(p -> "reserved".equals(p.getMetadata().getLabels()
                     .get(SandboxLabels.STATE))));
             assertEquals(1, reserving.warmCount());
 
             // The node controller marks node-dying Unknown; the pod itself still says Running and Ready.
             TestNodes.node(client, "node-dying", "Unknown", Instant.now());
             TestNodes.awaitDown(nodes, dying, true);
-            awaitStored(pods -> pods.stream().allMatch(p -> "warm".equals(p.getMetadata().getLabels()
+            cluster.awaitStored(pods -> pods.stream().allMatch(p -> "warm".equals(p.getMetadata().getLabels()
                     .get(SandboxLabels.STATE))));
             TestNodes.await(() -> cache.pod("sandbox-dying").map(PodStates::isWarm).orElse(false),
                             "the cache shows it given back, and its own status says warm");
@@ -233,7 +234,7 @@ class WarmPoolTest {
                                                                                  Duration.ofMillis(500)));
             assertEquals(new Failure.NoWarmPod(), none.failure());
 
-            readyWarmPod("sandbox-live", "node-live"); // replica-a reserves it and hands it out
+            cluster.readyWarmPod("sandbox-live", "node-live"); // replica-a reserves it and hands it out
             assertEquals("sandbox-live", reserving.claim("req-2", "proj", Duration.ofSeconds(5)).name());
         } finally {
             nodes.close();
@@ -242,7 +243,7 @@ class WarmPoolTest {
 
     @Test
     void afterAnUpgradeOnlyPodsOfTheNewSpecAreHandedOut() throws Exception {
-        readyWarmPod("sandbox-old"); // built from the runc spec, as before an upgrade
+        cluster.readyWarmPod("sandbox-old"); // built from the runc spec, as before an upgrade
         SnippetPodSpec gvisor = new SnippetPodSpec(NS, TestSettings.SNIPPET, new io.sandboxd.config.SecuritySettings(
                 "RuntimeDefault", "", "gvisor", io.sandboxd.config.IsolationGateSettings.DEFAULTS));
         SnippetPodSpec runc = new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT);
@@ -252,7 +253,7 @@ class WarmPoolTest {
         awaitWarm(1);
 
         PodCache cache = cache();
-        awaitSynced(cache);
+        MockCluster.awaitSynced(cache);
         WarmPool upgraded = new WarmPool(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-new", Clock.systemUTC(), 1, TIMES,
                                          ip -> true, gvisor::isCurrent);
         pools.add(upgraded);
@@ -270,13 +271,7 @@ class WarmPoolTest {
      */
     @Test
     void aLookAlikePoolPodIsNeverClaimed() throws Exception {
-        Pod real = readyWarmPod("sandbox-real");
-        Pod lookAlike = new PodBuilder(poolPod("sandbox-lookalike")).editMetadata()
-                .withAnnotations(real.getMetadata().getAnnotations()).endMetadata().build();
-        Pod created = client.pods().inNamespace(NS).resource(lookAlike).create(); // not through PodWrites: unsealed
-        client.pods().inNamespace(NS).resource(new PodBuilder(created).withNewStatus().withPhase("Running")
-                .withPodIP("10.0.0.66").addNewCondition().withType("Ready").withStatus("True").endCondition()
-                .endStatus().build()).updateStatus();
+        cluster.lookAlikeOf("sandbox-lookalike", cluster.readyWarmPod("sandbox-real"));
         WarmPool pool = pool("replica-a");
         for (int i = 0; i < 2; i++) {
             try {
@@ -291,12 +286,12 @@ class WarmPoolTest {
 
     @Test
     void releaseDeletesThePod() throws Exception {
-        readyWarmPod("sandbox-used");
+        cluster.readyWarmPod("sandbox-used");
         WarmPool a = pool("replica-a");
         awaitWarm(1);
         ClaimedPod pod = a.claim("req", "p", Duration.ofSeconds(5));
         a.release(pod.name());
-        awaitGone("sandbox-used");
+        cluster.awaitGone("sandbox-used");
         assertNull(client.pods().inNamespace(NS).withName("sandbox-used").get());
     }
 
@@ -305,13 +300,13 @@ class WarmPoolTest {
     @Test
     void aReplicaReservesPodsAheadAndHandsThemOutWithoutAWriteOnTheRequestPath() throws Exception {
         for (int i = 0; i < 3; i++) {
-            readyWarmPod("sandbox-r" + i);
+            cluster.readyWarmPod("sandbox-r" + i);
         }
         WarmPool a = pool("replica-a", 2, Clock.systemUTC());
-        awaitStored(pods -> pods.stream().filter(p -> "reserved".equals(state(p))).count() == 2);
+        cluster.awaitStored(pods -> pods.stream().filter(p -> "reserved".equals(state(p))).count() == 2);
         assertEquals(2, reservedBy("replica-a"));
         assertEquals(3, a.warmCount(), "reserved pods are still ready to serve");
-        for (Pod pod : snippetPods()) {
+        for (Pod pod : cluster.snippetPods()) {
             if ("reserved".equals(state(pod))) {
                 assertEquals("replica-a/reserved", pod.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY));
                 assertNotNull(pod.getMetadata().getAnnotations().get(SandboxLabels.RESERVED_UNTIL));
@@ -323,22 +318,22 @@ class WarmPoolTest {
         assertEquals(PodToken.verifierOf(client.pods().inNamespace(NS).withName(pod.name()).get()).orElseThrow(), PodSeal.verifier(pod.token()),
                      "a reserved pod carries the secret written into it");
         // The hand-over is recorded after the fact, in the background.
-        Pod stored = awaitPod(pod.name(), p -> "claimed".equals(state(p)));
+        Pod stored = cluster.awaitPod(pod.name(), p -> "claimed".equals(state(p)));
         assertEquals("replica-a/req-1", stored.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY));
         assertEquals("proj", stored.getMetadata().getAnnotations().get(SandboxLabels.PROJECT_ANNOTATION));
         assertNull(stored.getMetadata().getAnnotations().get(SandboxLabels.RESERVED_UNTIL));
         // The replica reserves the last warm pod to make up its two.
-        awaitStored(pods -> pods.stream().filter(p -> "reserved".equals(state(p))).count() == 2);
+        cluster.awaitStored(pods -> pods.stream().filter(p -> "reserved".equals(state(p))).count() == 2);
     }
 
     @Test
     void twoReplicasWithReservationsNeverHandOutOnePodTwice() throws Exception {
         for (int i = 0; i < 4; i++) {
-            readyWarmPod("sandbox-u" + i);
+            cluster.readyWarmPod("sandbox-u" + i);
         }
         WarmPool a = pool("replica-a", 3, Clock.systemUTC());
         WarmPool b = pool("replica-b", 3, Clock.systemUTC());
-        awaitStored(pods -> pods.stream().noneMatch(p -> "warm".equals(state(p))));
+        cluster.awaitStored(pods -> pods.stream().noneMatch(p -> "warm".equals(state(p))));
 
         Race race = claimAtOnce(a, b, 8);
         Set<String> handedOut = race.handedOut();
@@ -350,10 +345,10 @@ class WarmPoolTest {
     @Test
     void aReplicaWithARequestWaitingGetsAnIdleReservationPassedOnByItsHolder() throws Exception {
         for (int i = 0; i < 2; i++) {
-            readyWarmPod("sandbox-h" + i);
+            cluster.readyWarmPod("sandbox-h" + i);
         }
         WarmPool holder = pool("replica-b", 3, Clock.systemUTC());
-        awaitStored(pods -> pods.stream().allMatch(p -> "reserved".equals(state(p))));
+        cluster.awaitStored(pods -> pods.stream().allMatch(p -> "reserved".equals(state(p))));
         WarmPool asker = pool("replica-a", 1, Clock.systemUTC());
 
         long start = System.nanoTime();
@@ -374,11 +369,11 @@ class WarmPoolTest {
 
     @Test
     void closingAReplicaGivesItsReservedPodsBackAsWarm() throws Exception {
-        readyWarmPod("sandbox-back");
+        cluster.readyWarmPod("sandbox-back");
         WarmPool a = pool("replica-a", 1, Clock.systemUTC());
-        awaitPod("sandbox-back", p -> "reserved".equals(state(p)));
+        cluster.awaitPod("sandbox-back", p -> "reserved".equals(state(p)));
         a.close();
-        Pod back = awaitPod("sandbox-back", p -> "warm".equals(state(p)));
+        Pod back = cluster.awaitPod("sandbox-back", p -> "warm".equals(state(p)));
         assertNull(back.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY));
         assertNull(back.getMetadata().getAnnotations().get(SandboxLabels.RESERVED_UNTIL));
         WarmPool b = pool("replica-b");
@@ -387,17 +382,17 @@ class WarmPoolTest {
 
     @Test
     void aReservationDueForRenewalIsRenewedAndOneNearItsEndIsNotHandedOut() throws Exception {
-        readyWarmPod("sandbox-hold");
+        cluster.readyWarmPod("sandbox-hold");
         MovableClock clock = new MovableClock();
         PodCache cache = cache();
-        awaitSynced(cache);
+        MockCluster.awaitSynced(cache);
         awaitWarm(1);
         // Driven by hand (not started): no background pass runs between the steps.
         ReservedPods reservations = new ReservedPods(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-a", clock, 1, TIMES,
                                                      ip -> true, new HeldPods(),
                                                      pod -> true);
         reservations.maintain();
-        Pod reserved = awaitPod("sandbox-hold", p -> "reserved".equals(state(p)));
+        Pod reserved = cluster.awaitPod("sandbox-hold", p -> "reserved".equals(state(p)));
         Instant until = PodStates.reservedUntil(reserved);
         assertEquals(clock.instant().plus(TIMES.reservationHold()), until);
 
@@ -410,7 +405,7 @@ class WarmPoolTest {
         // Past the renewal point: the next pass moves the end forward.
         clock.advance(Duration.ofSeconds(2));
         reservations.maintain();
-        Pod renewed = awaitPod("sandbox-hold", p -> PodStates.reservedUntil(p).isAfter(until));
+        Pod renewed = cluster.awaitPod("sandbox-hold", p -> PodStates.reservedUntil(p).isAfter(until));
         assertEquals(clock.instant().plus(TIMES.reservationHold()), PodStates.reservedUntil(renewed));
         assertEquals(1, reservations.queued());
 
@@ -418,7 +413,7 @@ class WarmPoolTest {
         clock.advance(TIMES.reservationHold().minus(TIMES.handOutMargin()).plusSeconds(1));
         assertEquals(Optional.empty(), reservations.take("req", "p"));
         assertEquals(0, reservations.queued());
-        awaitGone("sandbox-hold");
+        cluster.awaitGone("sandbox-hold");
         reservations.close();
     }
 
@@ -432,53 +427,15 @@ class WarmPoolTest {
         };
     }
 
-    private static void awaitWaiting(WarmPool pool, int count) throws InterruptedException {
-        awaitTrue(() -> pool.waitingCount() == count, count + " requests waiting");
-    }
-
-    private static void awaitTrue(java.util.function.BooleanSupplier condition, String what)
-            throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, "not reached: " + what);
-            Thread.sleep(10);
-        }
-    }
-
-    private List<Pod> snippetPods() {
-        return client.pods().inNamespace(NS).withLabels(SandboxLabels.snippetSelector()).list().getItems();
+    private static void awaitWaiting(WarmPool pool, int count) {
+        MockCluster.awaitTrue(() -> pool.waitingCount() == count, count + " requests waiting");
     }
 
     /** Pods stored as reserved by a replica (state and {@code claimed-by}). */
     private long reservedBy(String replicaId) {
-        return snippetPods().stream().filter(p -> "reserved".equals(state(p))
+        return cluster.snippetPods().stream().filter(p -> "reserved".equals(state(p))
                 && (replicaId + "/reserved").equals(p.getMetadata().getAnnotations().get(SandboxLabels.CLAIMED_BY)))
                 .count();
-    }
-
-    private static String state(Pod pod) {
-        return pod.getMetadata().getLabels().get(SandboxLabels.STATE);
-    }
-
-    private void awaitStored(java.util.function.Predicate<List<Pod>> condition) throws InterruptedException {
-        // Two replicas racing for the same pods retry a lost reservation on the next pass (every 10 s, or the next
-        // informer event): on a loaded CI machine that took just over 10 s.
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!condition.test(snippetPods())) {
-            assertTrue(System.nanoTime() < deadline, "condition not met: " + snippetPods().stream()
-                    .map(p -> p.getMetadata().getName() + "=" + state(p)).toList());
-            Thread.sleep(20);
-        }
-    }
-
-    /** Polls: the mock server's watch may start after the deletion it should report. */
-    private void awaitGone(String name) throws InterruptedException {
-        awaitStored(pods -> pods.stream().noneMatch(p -> p.getMetadata().getName().equals(name)));
-    }
-
-    private Pod awaitPod(String name, java.util.function.Predicate<Pod> condition) throws InterruptedException {
-        awaitStored(pods -> pods.stream().anyMatch(p -> p.getMetadata().getName().equals(name) && condition.test(p)));
-        return client.pods().inNamespace(NS).withName(name).get();
     }
 
     /** Outcome of requests claiming at once: the pods handed out (each once, or the race fails) and the 503s. */
@@ -524,7 +481,7 @@ class WarmPoolTest {
 
     private WarmPool pool(String replicaId, int reserve, Clock clock) throws InterruptedException {
         PodCache cache = cache();
-        awaitSynced(cache);
+        MockCluster.awaitSynced(cache);
         WarmPool pool = new WarmPool(cache, new PodWrites(client, NS, TestSeal.SEAL), replicaId, clock, reserve, TIMES, ip -> true, pod -> true);
         pools.add(pool);
         pool.start();
@@ -532,45 +489,15 @@ class WarmPoolTest {
     }
 
     private PodCache cache() {
-        PodCache cache = PodCache.start(client, NS, SandboxLabels.snippetSelector(), TestSeal.SEAL);
+        PodCache cache = cluster.cache(SandboxLabels.snippetSelector());
         caches.add(cache);
         return cache;
     }
 
-    private static void awaitSynced(PodCache cache) throws InterruptedException {
-        assertTrue(cache.await(() -> cache.synced() ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10))
-                           .isPresent(), "informer did not sync");
-    }
-
     private void awaitWarm(int count) throws InterruptedException {
         for (PodCache cache : caches) {
-            assertTrue(cache.await(() -> cache.pods().stream().filter(PodStates::isWarm).count() == count
-                    ? Optional.of(true) : Optional.empty(), Duration.ofSeconds(10)).isPresent());
+            MockCluster.awaitWarm(cache, count);
         }
-    }
-
-    private static Pod poolPod(String name) {
-        return new PodBuilder(new SnippetPodSpec(NS, TestSettings.SNIPPET, io.sandboxd.TestSettings.RUNTIME_DEFAULT)
-                                      .poolPod())
-                .editMetadata().withGenerateName(null).withName(name).endMetadata()
-                .build();
-    }
-
-    private Pod readyWarmPod(String name) {
-        return readyWarmPod(name, null);
-    }
-
-    private Pod readyWarmPod(String name, String node) {
-        Pod created = new PodWrites(client, NS, TestSeal.SEAL).create(node == null ? poolPod(name)
-                : TestNodes.on(poolPod(name), node));
-        Pod withStatus = new PodBuilder(created)
-                .withNewStatus()
-                    .withPhase("Running")
-                    .withPodIP("10.0.0.9")
-                    .addNewCondition().withType("Ready").withStatus("True").endCondition()
-                .endStatus()
-                .build();
-        return client.pods().inNamespace(NS).resource(withStatus).updateStatus();
     }
 
 }

@@ -1,41 +1,41 @@
 package io.sandboxd.pool.control;
 
-import io.sandboxd.pods.TestSeal;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 
-import io.sandboxd.TestSettings;
+import io.sandboxd.kube.MockCluster;
 import io.sandboxd.kube.PodWrites;
-import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.pool.PoolMarks;
 
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.server.mock.EnableKubernetesMockClient;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
+import static io.sandboxd.kube.MockCluster.poolPod;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A reservation lapses past its end and the grace, and only the API server's own copy confirms it. */
-@EnableKubernetesMockClient(crud = true)
 class ReservationLapseTest {
 
-    static final String NS = "cai-sandbox";
+    static final String NS = MockCluster.NS;
     private static final Duration GRACE = Duration.ofSeconds(30);
     private static final Instant UNTIL = Instant.parse("2026-01-01T00:02:00Z");
 
-    KubernetesClient client;
+    @RegisterExtension
+    final MockCluster cluster = new MockCluster();
+    private KubernetesClient client;
     private PodWrites writes;
     private ReservationLapse lapse;
 
     @BeforeEach
     void setUp() {
-        writes = new PodWrites(client, NS, TestSeal.SEAL);
+        client = cluster.client();
+        writes = cluster.writes();
         lapse = new ReservationLapse(writes, GRACE);
     }
 
@@ -65,11 +65,5 @@ class ReservationLapseTest {
                 .get())).update();
         assertEquals(Optional.empty(), lapse.confirmed("sandbox-a", now));
         assertEquals(Optional.empty(), lapse.confirmed("sandbox-gone", now));
-    }
-
-    private static Pod poolPod(String name) {
-        return new PodBuilder(new SnippetPodSpec(NS, TestSettings.SNIPPET, TestSettings.RUNTIME_DEFAULT).poolPod())
-                .editMetadata().withGenerateName(null).withName(name).endMetadata()
-                .build();
     }
 }
