@@ -8,8 +8,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 uplink=$(ip -4 route show default | awk '{print $5; exit}')
 node_ip=$(ip -4 -o addr show dev "$uplink" | awk '{print $4}' | cut -d/ -f1 | head -1)
 cat <<YAML
-# The local cluster's API server and kubelet run with the SupplementalGroupsPolicy feature gate (alpha in 1.32).
-supplementalGroupsPolicy: Strict
 networkPolicy:
   apiServerCidrs: ["$node_ip/32"]
   extraBlockedCidrs: ["$node_ip/32"]

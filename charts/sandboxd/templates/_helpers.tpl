@@ -229,15 +229,11 @@ Usernames allowed to create pods in the sandbox namespace (admission param allow
 {{- end }}
 
 {{/*
-The supplementalGroupsPolicy of sandbox pods in force (value supplementalGroupsPolicy; empty: Strict on Kubernetes
-1.33+, where the feature is on by default, else none): sandboxd, the probe pods and sandboxd-run-as-non-root read it.
+The supplementalGroupsPolicy of sandbox pods in force (value supplementalGroupsPolicy, Strict when empty): sandboxd,
+the probe pods and sandboxd-run-as-non-root read it.
 */}}
 {{- define "sandboxd.supplementalGroupsPolicy" -}}
-{{- if .Values.supplementalGroupsPolicy }}
-{{- .Values.supplementalGroupsPolicy }}
-{{- else if semverCompare ">=1.33-0" .Capabilities.KubeVersion.Version }}
-{{- "Strict" }}
-{{- end }}
+{{- .Values.supplementalGroupsPolicy | default "Strict" }}
 {{- end }}
 
 {{/*

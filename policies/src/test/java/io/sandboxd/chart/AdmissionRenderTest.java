@@ -87,24 +87,19 @@ class AdmissionRenderTest {
         Map.entry("tolerations", ""),
         Map.entry("topologySpreadWhenUnsatisfiable", "ScheduleAnyway"),
         Map.entry("runtimeClassName", ""),
-        Map.entry("supplementalGroupsPolicy", "")),
+        Map.entry("supplementalGroupsPolicy", "Strict")),
         params.get("data"));
     assertEquals(PolicyFiles.defaultParams().get("data"), params.get("data"),
         "the policy tests evaluate with the params the chart renders");
   }
 
-  /**
-   * supplementalGroupsPolicy: Strict where the cluster keeps the field (1.33+, on by default; earlier only with the
-   * feature gate, so an admin says Strict), for sandboxd, its admission params and the probe pods alike; empty before,
-   * where the API server would drop the field and a policy demanding it would refuse every sandbox pod.
-   */
+  /** supplementalGroupsPolicy: Strict unless an admin says otherwise, for sandboxd and its admission params alike. */
   @Test
-  void supplementalGroupsAreStrictWhereTheClusterKeepsTheField() {
+  void supplementalGroupsAreStrictUnlessSaidOtherwise() {
     for (Map.Entry<HelmChart.Rendered, String> rendered : List.of(
-        Map.entry(HelmChart.render(), ""),
-        Map.entry(HelmChart.renderFor("1.33.0", Map.of()), "Strict"),
-        Map.entry(HelmChart.render(values("supplementalGroupsPolicy", "Strict")), "Strict"),
-        Map.entry(HelmChart.renderFor("1.34.1", values("supplementalGroupsPolicy", "Merge")), "Merge"))) {
+        Map.entry(HelmChart.render(), "Strict"),
+        Map.entry(HelmChart.render(values("supplementalGroupsPolicy", "")), "Strict"),
+        Map.entry(HelmChart.renderFor("1.37.2", values("supplementalGroupsPolicy", "Merge")), "Merge"))) {
       String want = rendered.getValue();
       assertEquals(want, at(rendered.getKey().get("ConfigMap", "sandboxd-admission-params"), "data",
           "supplementalGroupsPolicy"));

@@ -24,13 +24,13 @@ class ChartStructureTest {
         String.join("\n", lint.getMessages()));
   }
 
-  /** Every admission policy is a ValidatingAdmissionPolicy (GA in 1.30): Helm refuses an older cluster up front. */
+  /** The chart supports the Kubernetes minors upstream supports: Helm refuses an older cluster up front. */
   @Test
-  void theChartRefusesAClusterBefore130() {
-    HelmChart.renderFor("1.30.0", Map.of());
+  void theChartRefusesAClusterBefore135() {
+    HelmChart.renderFor("1.35.0", Map.of());
     HelmChart.HelmFailure refused = org.junit.jupiter.api.Assertions.assertThrows(HelmChart.HelmFailure.class,
-        () -> HelmChart.renderFor("1.29.9", Map.of()));
-    assertTrue(refused.getMessage().contains(">=1.30.0-0"), refused.getMessage());
+        () -> HelmChart.renderFor("1.34.9", Map.of()));
+    assertTrue(refused.getMessage().contains(">=1.35.0-0"), refused.getMessage());
   }
 
   @Test

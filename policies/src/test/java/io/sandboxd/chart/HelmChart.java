@@ -29,7 +29,7 @@ public final class HelmChart {
   public static final Path CHART = Path.of("../charts/sandboxd").toAbsolutePath().normalize();
   public static final String RELEASE = "sandboxd";
   public static final String RELEASE_NAMESPACE = "cai-system";
-  public static final String KUBE_VERSION = "1.32.0";
+  public static final String KUBE_VERSION = "1.35.0";
 
   private static final Path HELM_BINARY = Path.of(Objects.requireNonNullElse(System.getenv("SANDBOXD_HELM"),
       "/var/cache/sandboxd/bin/current/helm"));

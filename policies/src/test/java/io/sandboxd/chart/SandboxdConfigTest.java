@@ -50,7 +50,7 @@ class SandboxdConfigTest {
           seccompProfileType: RuntimeDefault
           seccompLocalhostProfile: ""
           runtimeClassName: ""
-          supplementalGroupsPolicy: ""
+          supplementalGroupsPolicy: Strict
           sandboxUidRange: {min: 1000000, max: 1999999}
           placement: {topologySpread: ScheduleAnyway, nodeSelector: [], tolerations: []}
           isolationGate:

@@ -67,7 +67,7 @@ class AdmissionPolicyTest {
       "sandboxd-runtime-class",
       "sandboxd-placement");
 
-  /** Every volume source of core/v1 Volume (Kubernetes 1.32), emptyDir excepted. */
+  /** Every volume source of core/v1 Volume (Kubernetes 1.37), emptyDir excepted. */
   private static final List<String> OTHER_VOLUME_TYPES = List.of(
       "hostPath", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret", "nfs", "iscsi", "glusterfs",
       "persistentVolumeClaim", "rbd", "flexVolume", "cinder", "cephfs", "flocker", "downwardAPI", "fc", "azureFile",

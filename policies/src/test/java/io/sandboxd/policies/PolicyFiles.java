@@ -113,7 +113,7 @@ public final class PolicyFiles {
             Map.entry("nodeSelector", ""),
             Map.entry("tolerations", ""),
             Map.entry("topologySpreadWhenUnsatisfiable", "ScheduleAnyway"),
-            Map.entry("supplementalGroupsPolicy", "")));
+            Map.entry("supplementalGroupsPolicy", "Strict")));
   }
 
   /** @return a followed by b */

@@ -93,7 +93,7 @@ public record SecuritySettings(String seccompProfileType, String seccompLocalhos
                 node.get("runtimeClassName").asString().orElse(""),
                 IsolationGateSettings.from(node.get("isolationGate")),
                 UidRange.from(node.get("sandboxUidRange")),
-                node.get("supplementalGroupsPolicy").asString().orElse(""),
+                node.get("supplementalGroupsPolicy").asString().orElse("Strict"),
                 PlacementSettings.from(node.get("placement")));
         settings.validate();
         return settings;

@@ -40,7 +40,7 @@ class SandboxConfigTest {
         assertEquals(new ResourceSettings("2", "1Gi", "512Mi"), config.tool().limits());
         assertEquals("RuntimeDefault", config.security().seccompProfileType());
         assertEquals("", config.security().runtimeClassName());
-        assertEquals("", config.security().supplementalGroupsPolicy(), "the chart's on a cluster before 1.33");
+        assertEquals("Strict", config.security().supplementalGroupsPolicy());
         assertEquals(IsolationGateSettings.DEFAULTS, config.security().isolationGate());
         assertEquals(Path.of("/etc/sandboxd/keys"), config.tokens().keysDir());
         assertEquals("sandboxd", config.tokens().audience());

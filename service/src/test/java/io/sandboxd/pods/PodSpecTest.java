@@ -273,7 +273,7 @@ class PodSpecTest {
             assertEquals("Strict", pod.getSpec().getSecurityContext().getSupplementalGroupsPolicy());
             live.add(pod);
         }
-        // Left to the cluster (a cluster before 1.33 would drop the field): not set at all.
+        // Empty: left to the cluster (Merge), not set at all.
         SecuritySettings merge = new SecuritySettings("RuntimeDefault", "", "",
                                                       io.sandboxd.config.IsolationGateSettings.DEFAULTS, range, "");
         assertEquals(null, new SnippetPodSpec("cai-sandbox", TestSettings.SNIPPET, merge, uids).poolPod().getSpec()

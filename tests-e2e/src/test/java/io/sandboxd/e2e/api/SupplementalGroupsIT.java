@@ -30,7 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * only the groups in the spec. The e2e agent image makes uid 1999999 (the top of the sandbox uid range) a member of group
  * 4242, as a hostile image could for every uid of the range. The control shows containerd merging that group in (the
  * default, Merge); the same pod with Strict, on the tested runtime, runs with its own gid alone; sandboxd's pods carry
- * Strict as the API server stored them (the harness enables the SupplementalGroupsPolicy feature gate, alpha in 1.32),
+ * Strict as the API server stored them (the chart default; the feature is on by default on every supported version),
  * and admission refuses a pod of sandboxd's without it. Mutation: {@code supplementalGroupsPolicy=Merge} on sandboxd
  * fails the stored-spec check, and the rule out of {@code sandboxd-run-as-non-root} admits the copy without Strict.
  */
