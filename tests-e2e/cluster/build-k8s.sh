@@ -68,7 +68,29 @@ build_go_tool() { # name version module-path package
   mv "$out.tmp/$(basename "$pkg")" "$out.tmp/$name" 2>/dev/null || true
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
-build_go_tool kube-router "$KUBE_ROUTER_VERSION" github.com/cloudnativelabs/kube-router/v2 github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+# kube-router: upstream's, or k3s's fork for a "-k3s" version (versions.env says why), built by a wrapper module that
+# requires upstream's path and replaces it.
+kr_bin=$cache/bin/kube-router-$KUBE_ROUTER_VERSION
+if [[ $KUBE_ROUTER_VERSION != *-k3s* ]]; then
+  build_go_tool kube-router "$KUBE_ROUTER_VERSION" github.com/cloudnativelabs/kube-router/v2 github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+elif [ ! -x "$kr_bin/kube-router" ]; then
+  echo "building kube-router $KUBE_ROUTER_VERSION (github.com/k3s-io/kube-router)"
+  work=$cache/src/kube-router-$KUBE_ROUTER_VERSION
+  mkdir -p "$work" "$kr_bin.tmp"
+  cat > "$work/go.mod" <<MOD
+module sandboxd.local/kuberouterbuild
+
+go 1.23
+
+require github.com/cloudnativelabs/kube-router/v2 ${KUBE_ROUTER_VERSION%%-*}
+
+replace github.com/cloudnativelabs/kube-router/v2 => github.com/k3s-io/kube-router/v2 $KUBE_ROUTER_VERSION
+MOD
+  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"\n' > "$work/tools.go"
+  (cd "$work" && go mod tidy -e >/dev/null 2>&1 || true
+   go build -tags tools -ldflags "-s -w" -o "$kr_bin.tmp/kube-router" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router)
+  rm -rf "$kr_bin"; mv "$kr_bin.tmp" "$kr_bin"
+fi
 build_go_tool coredns "$COREDNS_VERSION" github.com/coredns/coredns github.com/coredns/coredns
 build_go_tool helm "$HELM_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm
 build_go_tool registry "$DISTRIBUTION_VERSION" github.com/distribution/distribution/v3 github.com/distribution/distribution/v3/cmd/registry

@@ -30,17 +30,21 @@ for ns in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do ip netns de
 ip netns delete "$TARGET_NETNS" 2>/dev/null
 ip link delete sbx-tgt-host 2>/dev/null
 ip link delete cni0 2>/dev/null
+# A dual-stack cluster's: node 1's IPv6 address and the IPv6 forwarding it turned on.
+if ip link show sbx-node1 >/dev/null 2>&1; then ip link delete sbx-node1; sysctl -qw net.ipv6.conf.all.forwarding=0; fi
 for v in $(ip -o link show type veth 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep '^veth'); do ip link delete "$v" 2>/dev/null; done
 
 # iptables: kube-proxy's and kube-router's chains and ipsets, then the guard.
 # grep without -q: under pipefail, grep -q leaving early fails the pipeline (SIGPIPE) and the clean-up was skipped.
-iptables-save 2>/dev/null | grep -E 'KUBE-|KUBE_ROUTER' >/dev/null && {
-  for t in filter nat mangle; do
-    for ch in $(iptables -t "$t" -S 2>/dev/null | awk '/^-N (KUBE|KUBE-ROUTER)/{print $2}'); do iptables -t "$t" -F "$ch" 2>/dev/null; done
-    iptables -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j KUBE' | sed 's/^-A/-D/' | while read -r r; do eval iptables -t "$t" "$r" 2>/dev/null; done
-    for ch in $(iptables -t "$t" -S 2>/dev/null | awk '/^-N (KUBE|KUBE-ROUTER)/{print $2}'); do iptables -t "$t" -X "$ch" 2>/dev/null; done
-  done
-}
+for ipt in iptables ip6tables; do
+  $ipt-save 2>/dev/null | grep -E 'KUBE-|KUBE_ROUTER' >/dev/null && {
+    for t in filter nat mangle; do
+      for ch in $($ipt -t "$t" -S 2>/dev/null | awk '/^-N (KUBE|KUBE-ROUTER)/{print $2}'); do $ipt -t "$t" -F "$ch" 2>/dev/null; done
+      $ipt -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j KUBE' | sed 's/^-A/-D/' | while read -r r; do eval $ipt -t "$t" "$r" 2>/dev/null; done
+      for ch in $($ipt -t "$t" -S 2>/dev/null | awk '/^-N (KUBE|KUBE-ROUTER)/{print $2}'); do $ipt -t "$t" -X "$ch" 2>/dev/null; done
+    done
+  }
+done
 for s in $(ipset list -n 2>/dev/null | grep -E '^(KUBE|kube-router)'); do ipset destroy "$s" 2>/dev/null; done
 for ipt in iptables ip6tables; do
   $ipt -t mangle -D FORWARD -j SBX-GUARD 2>/dev/null; $ipt -t mangle -F SBX-GUARD 2>/dev/null; $ipt -t mangle -X SBX-GUARD 2>/dev/null

@@ -20,6 +20,10 @@ if [ -f "$run/cluster.up" ]; then
   fi
   log "stale state found; cleaning it first"; "$here/cluster-down.sh"
 fi
+if [ "$IP_FAMILIES" = dual ] && [[ $KUBE_ROUTER_VERSION != *-k3s* ]]; then
+  echo "IP_FAMILIES=dual needs an enforcer of IPv6 too: KUBE_ROUTER_VERSION=v2.6.3-k3s1 (versions.env says why)" >&2
+  exit 1
+fi
 mkdir -p "$pki" "$run" "$logs"
 
 # start NAME CMD...: run a daemon in the background, log to $logs/NAME.log, record its PID.
@@ -53,6 +57,18 @@ iptables -t mangle -A SBX-UPLINK-COUNT -d "$SERVICE_CIDR" -o "$UPLINK" -m commen
 iptables -t mangle -A SBX-UPLINK-COUNT -d "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd guard: pod addresses never leave" -j DROP
 # Counts pod-sourced packets that really leave through the uplink; the e2e suite asserts it stays 0.
 iptables -t mangle -A SBX-UPLINK-COUNT -s "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd: pod packets out of uplink" -j RETURN
+# The same for IPv6 (a dual-stack cluster's pods; and the machine's own IPv6 default route leads out of it too).
+ip6tables -t mangle -A SBX-GUARD -s "$POD_CIDR6" -o "$UPLINK" -m comment --comment "sandboxd guard: pod traffic never leaves" -j DROP
+ip6tables -t mangle -A SBX-UPLINK-COUNT -d "$SERVICE_CIDR6" -o "$UPLINK" -m comment --comment "sandboxd guard: Service addresses never leave" -j DROP
+ip6tables -t mangle -A SBX-UPLINK-COUNT -d "$POD_CIDR6" -o "$UPLINK" -m comment --comment "sandboxd guard: pod addresses never leave" -j DROP
+ip6tables -t mangle -A SBX-UPLINK-COUNT -s "$POD_CIDR6" -o "$UPLINK" -m comment --comment "sandboxd: pod packets out of uplink" -j RETURN
+if [ "$IP_FAMILIES" = dual ]; then
+  sysctl -qw net.ipv6.conf.all.forwarding=1
+  # Node 1's IPv6 node address, on a link of its own (node 2's is on its link to node 1): one end of a veth pair
+  # that leads nowhere (the kernel here has no dummy links).
+  ip link show sbx-node1 >/dev/null 2>&1 || ip link add sbx-node1 type veth peer name sbx-node1-end
+  ip addr replace "$NODE1_IP6/128" dev sbx-node1 nodad; ip link set sbx-node1-end up; ip link set sbx-node1 up
+fi
 log "guard installed on uplink $UPLINK ($NODE_IP)"
 
 # --- 2. simulated targets: public, metadata and private addresses, each with a listener ------------
@@ -71,9 +87,22 @@ ip netns exec "$TARGET_NETNS" sh -ec "
 for a in $TARGET_ALL; do
   ip route replace "$a/32" via "$TARGET_LINK_NS" dev sbx-tgt-host
 done
+if [ "$IP_FAMILIES" = dual ]; then
+  ip addr replace "$TARGET_LINK_HOST6/126" dev sbx-tgt-host nodad
+  ip netns exec "$TARGET_NETNS" sh -ec "
+    ip addr replace $TARGET_LINK_NS6/126 dev sbx-tgt-ns nodad
+    for a in $TARGET_ALL6; do
+      ip addr replace \$a/128 dev lo
+    done
+    ip -6 route replace default via $TARGET_LINK_HOST6"
+  for a in $TARGET_ALL6; do
+    ip -6 route replace "$a/128" via "$TARGET_LINK_NS6" dev sbx-tgt-host
+  done
+fi
 start targets ip netns exec "$TARGET_NETNS" python3 "$here/target_listener.py" 80 53 443
 wait_for "target listener" 10 ip netns exec "$TARGET_NETNS" python3 -c "import socket; socket.create_connection(('$TARGET_PUBLIC', 80), 1)"
 wait_for "target resolver" 10 ip netns exec "$TARGET_NETNS" python3 "$here/dns_query.py" "$TARGET_PUBLIC" "$TARGET_NAME_PUBLIC"
+[ "$IP_FAMILIES" != dual ] || wait_for "IPv6 target listener" 10 ip netns exec "$TARGET_NETNS" python3 -c "import socket; socket.create_connection(('$TARGET_PUBLIC6', 80), 1)"
 log "simulated targets up in netns $TARGET_NETNS"
 
 # --- 3. PKI and kubeconfigs ------------------------------------------------------------------------
@@ -120,23 +149,26 @@ start kube-apiserver kube-apiserver \
   --audit-policy-file="$CLUSTER_STATE/audit-policy.yaml" --audit-log-path="$logs/audit.log" \
   --audit-log-maxsize=200 --audit-log-maxbackup=2 --audit-log-mode=batch --audit-log-batch-max-wait=1s \
   --etcd-servers=http://127.0.0.1:2379 --advertise-address="$NODE_IP" --bind-address=0.0.0.0 --secure-port=6443 \
-  --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
+  --service-cluster-ip-range="$(both "$SERVICE_CIDR" "$SERVICE_CIDR6")" --authorization-mode=Node,RBAC --allow-privileged=true \
   --enable-admission-plugins=NodeRestriction,PodSecurity,ValidatingAdmissionPolicy \
   --client-ca-file="$pki/ca.crt" --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
   --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
   --kubelet-preferred-address-types=InternalIP \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
-  --feature-gates="$FEATURE_GATES" --profiling=false --v=1
+  ${FEATURE_GATES:+--feature-gates=$FEATURE_GATES} --profiling=false --v=1
 wait_for kube-apiserver 60 curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "https://$NODE_IP:6443/readyz"
 log "kube-apiserver ready"
 t_api=$(date +%s.%N)
 
+mask6=()  # the IPv6 pods' node ranges (refused on a single-stack cluster)
+[ "$IP_FAMILIES" != dual ] || mask6=(--node-cidr-mask-size-ipv6="$NODE_POD_CIDR_MASK6")
 start kube-controller-manager kube-controller-manager --kubeconfig="$CLUSTER_STATE/controller-manager.kubeconfig" \
   --authentication-kubeconfig="$CLUSTER_STATE/controller-manager.kubeconfig" --authorization-kubeconfig="$CLUSTER_STATE/controller-manager.kubeconfig" \
   --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" --use-service-account-credentials=true \
   --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
-  --allocate-node-cidrs=true --cluster-cidr="$POD_CIDR" --node-cidr-mask-size="$NODE_POD_CIDR_MASK" --service-cluster-ip-range="$SERVICE_CIDR" \
+  --allocate-node-cidrs=true --cluster-cidr="$(both "$POD_CIDR" "$POD_CIDR6")" --service-cluster-ip-range="$(both "$SERVICE_CIDR" "$SERVICE_CIDR6")" \
+  --node-cidr-mask-size-ipv4="$NODE_POD_CIDR_MASK" "${mask6[@]}" \
   --leader-elect=false --bind-address=127.0.0.1 --v=1
 start kube-scheduler kube-scheduler --kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" \
   --authentication-kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" --authorization-kubeconfig="$CLUSTER_STATE/scheduler.kubeconfig" \
@@ -163,6 +195,7 @@ K() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 echo "nameserver $CLUSTER_DNS_IP" > "$CLUSTER_STATE/resolv.conf"
 nodes=$(seq 1 "$CLUSTER_NODES" | tr '\n' ' ')
 echo "$nodes" > "$run/nodes"
+echo "$IP_FAMILIES" > "$run/ip-families"
 pids=()
 for n in $nodes; do "$here/node.sh" up "$n" & pids+=($!); done
 for pid in "${pids[@]}"; do wait "$pid"; done
@@ -177,6 +210,12 @@ target_hosts="            $TARGET_PUBLIC $TARGET_NAME_PUBLIC $TARGET_NAME_OTHER"
 for a in $TARGET_ALL; do
   [ "$a" = "$TARGET_PUBLIC" ] || target_hosts+=$'\n'"            $a ${a//./-}.$TARGET_REBIND_DOMAIN"
 done
+# IPv6 (dual): <address, colons as dashes>.rebind.sbx.test for each blocked one.
+if [ "$IP_FAMILIES" = dual ]; then
+  for a in $TARGET_ALL6; do
+    [ "$a" = "$TARGET_PUBLIC6" ] || target_hosts+=$'\n'"            $a ${a//:/-}.$TARGET_REBIND_DOMAIN"
+  done
+fi
 K apply -f - >/dev/null <<EOF
 $(sed -e "s/__COREDNS_VERSION__/$COREDNS_VERSION/g" -e "s/__CLUSTER_DNS_IP__/$CLUSTER_DNS_IP/g" "$here/coredns.yaml" \
   | hosts="$target_hosts" awk '{ if ($0 == "__TARGET_HOSTS__") print ENVIRON["hosts"]; else print }')

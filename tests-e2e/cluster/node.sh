@@ -50,7 +50,9 @@ stop() { # NAME: the recorded process group, SIGKILL (a node lost does not shut 
 K() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 ctr_sock=$NODE_DIR/containerd/containerd.sock
 
-node_ip() { if [ -n "$NODE_NETNS" ]; then echo "$NODE_LINK_NODE"; else echo "$API_IP"; fi; }
+node_ip() { # the node's IPv4 address, and its IPv6 one after a comma on a dual-stack cluster
+  if [ -n "$NODE_NETNS" ]; then both "$NODE_LINK_NODE" "$NODE_LINK_NODE6"; else both "$API_IP" "$NODE1_IP6"; fi
+}
 
 link_up() { # node 2: its network namespace and the link to node 1 (the machine)
   [ -n "$NODE_NETNS" ] || return 0
@@ -63,6 +65,11 @@ link_up() { # node 2: its network namespace and the link to node 1 (the machine)
     ip route replace default via $NODE_LINK_HOST
     sysctl -qw net.ipv4.ip_forward=1
     sysctl -qw net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1"
+  if [ "$IP_FAMILIES" = dual ]; then
+    ip addr replace "$NODE_LINK_HOST6/64" dev "$NODE_LINK_IF" nodad
+    on sh -ec "ip addr replace $NODE_LINK_NODE6/64 dev eth0 nodad; ip -6 route replace default via $NODE_LINK_HOST6
+      sysctl -qw net.ipv6.conf.all.forwarding=1"
+  fi
   # The guard of cluster-up.sh holds for this node's pods (their addresses are in POD_CIDR); this adds its own
   # traffic (kube-proxy may masquerade a pod's packet to the node's address): nothing from the link leaves.
   for ipt in iptables ip6tables; do
@@ -104,7 +111,7 @@ node_certs() { # the kubelet's client certificate (system:node:NAME) and serving
     for kind in client serving; do
       local name=kubelet-$NODE_NAME subj="/O=system:nodes/CN=system:node:$NODE_NAME" ext="extendedKeyUsage=clientAuth"
       if [ $kind = serving ]; then name=kubelet-serving-$NODE_NAME subj="/CN=$NODE_NAME"
-        ext=$'extendedKeyUsage=serverAuth\nsubjectAltName=DNS:'"$NODE_NAME,IP:$ip"; fi
+        ext=$'extendedKeyUsage=serverAuth\nsubjectAltName=DNS:'"$NODE_NAME,IP:${ip//,/,IP:}"; fi
       openssl req -newkey rsa:2048 -nodes -keyout "$name.key" -out "$name.csr" -subj "$subj" 2>/dev/null
       printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n%s\n' "$ext" > "$name.ext"
       openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$name.crt" -days 3650 -extfile "$name.ext" 2>/dev/null
@@ -213,6 +220,9 @@ authentication:
 authorization: {mode: Webhook}
 cgroupDriver: cgroupfs
 cgroupRoot: "$NODE_CGROUP_ROOT"
+# This machine has cgroup v1 only, which the kubelet refuses from 1.35 on unless told (KEP-5573, an upstream
+# temporary override). Production nodes run cgroup v2 (docs/install.md).
+failCgroupV1: false
 failSwapOn: false
 clusterDomain: cluster.local
 clusterDNS: ["$CLUSTER_DNS_IP"]
@@ -232,30 +242,39 @@ imageGCHighThresholdPercent: 100
 volumeStatsAggPeriod: 10s
 EOF
   start "kubelet$sfx" kubelet --config="$NODE_DIR/kubelet-config.yaml" --kubeconfig="$NODE_DIR/kubelet.kubeconfig" \
-    --hostname-override="$NODE_NAME" --node-ip="$ip" --root-dir="$NODE_KUBELET_ROOT" --feature-gates="$FEATURE_GATES" --v=1
+    --hostname-override="$NODE_NAME" --node-ip="$ip" --root-dir="$NODE_KUBELET_ROOT" ${FEATURE_GATES:+--feature-gates=$FEATURE_GATES} --v=1
   wait_for "node registered" 60 K get node "$NODE_NAME"
 }
 
-pod_network_up() { # the node's pod range, as the controller manager allocated it: its bridge, IPv4 only
+pod_network_up() { # the node's pod ranges, as the controller manager allocated them: its bridge
   local cidr=""
   wait_for "pod CIDR allocated" 60 sh -c "kubectl --kubeconfig '$KUBECONFIG_ADMIN' get node '$NODE_NAME' -o jsonpath='{.spec.podCIDR}' | grep -q ."
   cidr=$(K get node "$NODE_NAME" -o jsonpath='{.spec.podCIDR}')
   echo "$cidr" > "$NODE_DIR/cni/pod-cidr"
   [ -z "$NODE_NETNS" ] || ip route replace "$cidr" via "$NODE_LINK_NODE" dev "$NODE_LINK_IF"
+  if [ "$IP_FAMILIES" = dual ]; then
+    local cidr6
+    cidr6=$(K get node "$NODE_NAME" -o jsonpath='{.spec.podCIDRs[1]}')
+    echo "$cidr6" > "$NODE_DIR/cni/pod-cidr6"
+    [ -z "$NODE_NETNS" ] || ip -6 route replace "$cidr6" via "$NODE_LINK_NODE6" dev "$NODE_LINK_IF"
+    cidr+=" $cidr6"
+  fi
   "$here/pod-network.sh" close "$n"
-  log "pod network $cidr: $("$here/pod-network.sh" status "$n") (IPv4 and ARP only)"
+  log "pod network $cidr: $("$here/pod-network.sh" status "$n") ($IP_FAMILIES)"
 }
 
 proxy_and_policy_up() {
   start "kube-proxy$sfx" kube-proxy --kubeconfig="$CLUSTER_STATE/kube-proxy.kubeconfig" --hostname-override="$NODE_NAME" \
-    --cluster-cidr="$POD_CIDR" --proxy-mode=iptables --conntrack-max-per-core=0 --v=1
+    --cluster-cidr="$(both "$POD_CIDR" "$POD_CIDR6")" --proxy-mode=iptables --conntrack-max-per-core=0 --v=1
   enforcer_up
   wait_for "node Ready" 120 sh -c "kubectl --kubeconfig '$KUBECONFIG_ADMIN' get node '$NODE_NAME' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 }
 
-enforcer_up() { # kube-router in firewall-only mode enforces NetworkPolicy with iptables and ipsets
+enforcer_up() { # kube-router in firewall-only mode enforces NetworkPolicy with iptables and ipsets (ip6tables too: dual)
+  local v6=()
+  [ "$IP_FAMILIES" != dual ] || v6=(--service-cluster-ip-range="$SERVICE_CIDR6" --enable-ipv6=true)
   start "kube-router$sfx" kube-router --kubeconfig="$KUBECONFIG_ADMIN" --hostname-override="$NODE_NAME" \
-    --run-firewall=true --run-router=false --run-service-proxy=false --service-cluster-ip-range="$SERVICE_CIDR" \
+    --run-firewall=true --run-router=false --run-service-proxy=false --service-cluster-ip-range="$SERVICE_CIDR" "${v6[@]}" \
     --health-port=20244 --metrics-port=0 --v=1
 }
 

@@ -89,7 +89,7 @@ def tls_contexts():
 
 
 def dns_answer(query, address):
-    """A reply to a one-question query: the question, then one A record for `address`."""
+    """A reply to a one-question query: the question, then one A (or, for an IPv6 `address`, AAAA) record."""
     if len(query) < 12:
         return None
     query_id, _flags, qdcount = struct.unpack(">HHH", query[:6])
@@ -100,7 +100,10 @@ def dns_answer(query, address):
         end += query[end] + 1
     question = query[12:end + 5]
     header = struct.pack(">HHHHHH", query_id, 0x8180, 1, 1, 0, 0)
-    record = struct.pack(">HHHIH", 0xC00C, 1, 1, 60, 4) + socket.inet_aton(address)
+    if ":" in address:  # reached over IPv6: an AAAA record
+        record = struct.pack(">HHHIH", 0xC00C, 28, 1, 60, 16) + socket.inet_pton(socket.AF_INET6, address)
+    else:
+        record = struct.pack(">HHHIH", 0xC00C, 1, 1, 60, 4) + socket.inet_aton(address)
     return header + question + record
 
 
@@ -134,22 +137,49 @@ class UdpServer(socketserver.ThreadingUDPServer):
     daemon_threads = True
 
 
+class Server6(Server):
+    """IPv6 only, beside the IPv4 listener on the same port."""
+    address_family = socket.AF_INET6
+
+    def server_bind(self):
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        super().server_bind()
+
+
+class UdpServer6(UdpServer):
+    address_family = socket.AF_INET6
+
+
+def local_addresses(family):
+    """This namespace's addresses of one family ("-4" or "-6"), link-local ones left out."""
+    out = subprocess.run(["ip", family, "-o", "addr", "show", "scope", "global"], capture_output=True, text=True).stdout
+    out += subprocess.run(["ip", family, "-o", "addr", "show", "scope", "host"], capture_output=True, text=True).stdout
+    return [line.split()[3].split("/")[0] for line in out.splitlines()]
+
+
+def serve(server):
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+
 if __name__ == "__main__":
     http_port = int(sys.argv[1])
-    if len(sys.argv) > 2:
-        dns_port = int(sys.argv[2])
-        tcp_dns = Server(("0.0.0.0", dns_port), DnsOverTcp)
-        threading.Thread(target=tcp_dns.serve_forever, daemon=True).start()
-        # A UDP socket bound to 0.0.0.0 cannot tell which address a query reached without
-        # IP_PKTINFO; bind one per address of this namespace instead.
-        out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            address = line.split()[3].split("/")[0]
-            udp = UdpServer((address, dns_port), DnsOverUdp)
-            udp.reply_address = address
-            threading.Thread(target=udp.serve_forever, daemon=True).start()
-    if len(sys.argv) > 3:
-        tls = Server(("0.0.0.0", int(sys.argv[3])), NameTheTargetOverTls)
-        tls.tls_context = tls_contexts()
-        threading.Thread(target=tls.serve_forever, daemon=True).start()
-    Server(("0.0.0.0", http_port), NameTheTarget).serve_forever()
+    # IPv6 too where this namespace has IPv6 addresses of its own (a dual-stack cluster's targets).
+    families = [("0.0.0.0", Server, UdpServer, "-4")]
+    if any(a != "::1" for a in local_addresses("-6")):
+        families.append(("::", Server6, UdpServer6, "-6"))
+    for wildcard, tcp, udp, family in families:
+        if len(sys.argv) > 2:
+            dns_port = int(sys.argv[2])
+            serve(tcp((wildcard, dns_port), DnsOverTcp))
+            # A UDP socket bound to a wildcard cannot tell which address a query reached without
+            # IP_PKTINFO; bind one per address of this namespace instead.
+            for address in local_addresses(family):
+                server = udp((address, dns_port), DnsOverUdp)
+                server.reply_address = address
+                serve(server)
+        if len(sys.argv) > 3:
+            tls = tcp((wildcard, int(sys.argv[3])), NameTheTargetOverTls)
+            tls.tls_context = tls_contexts()
+            serve(tls)
+        serve(tcp((wildcard, http_port), NameTheTarget))
+    threading.Event().wait()
