@@ -292,6 +292,27 @@ def subnet24(ip):
     return [str(a) for a in ipaddress.ip_network(f"{ip}/24", strict=False).hosts()]
 
 
+def own_ipv6_unicast(if_inet6_path="/proc/net/if_inet6"):
+    """This pod's IPv6 addresses that are neither link-local nor loopback (a dual-stack pod's global or ULA one)."""
+    found = []
+    try:
+        with open(if_inet6_path, encoding="ascii") as table:
+            for line in table:
+                raw = line.split()[0]
+                address = ipaddress.IPv6Address(":".join(raw[i:i + 4] for i in range(0, 32, 4)))
+                if not (address.is_link_local or address.is_loopback or address.is_multicast):
+                    found.append(str(address))
+    except FileNotFoundError:
+        pass
+    return found
+
+
+def low_hosts64(ip, count):
+    """The first `count` addresses of ip's /64 (::1 on): where host-local IPAM hands out a node's pod addresses."""
+    network = ipaddress.ip_network(f"{ip}/64", strict=False)
+    return [str(network.network_address + i) for i in range(1, count + 1)]
+
+
 def eui64_link_local(mac):
     """fe80:: address derived from a 48-bit MAC by modified EUI-64 (RFC 4291 appendix A)."""
     octets = [int(part, 16) for part in mac.split(":")]

@@ -25,12 +25,15 @@ report, not an escape check: "ok" is false, and the exit code 1, only when --exp
                            200 (repeatable; positive control: the egress profile allows HOST:PORT)
   --proxy-closed HOST:PORT that CONNECT must not get 200: another status (the proxy refused), or no
                            answer (repeatable)
-  --ipv6-sweep PORTS       the attacker's IPv6 link-local sweep: ARP for every address of this pod's
-                           /24 and of the gateway's /24 (and --sweep-also), turn each MAC found into
-                           its EUI-64 fe80:: address, then TCP to each of PORTS (comma-separated) and
-                           a DNS query over UDP to each, and a DNS query to ff02::1 (all nodes):
-                           each must get no answer
-  --sweep-also IP          one more address to ARP for in the sweep (repeatable)
+  --ipv6-sweep PORTS       the attacker's IPv6 sweep: ARP for every address of this pod's /24 and of
+                           the gateway's /24 (and the IPv4 --sweep-also), turn each MAC found into its
+                           EUI-64 fe80:: address, then TCP to each of PORTS (comma-separated) and a DNS
+                           query over UDP to each, and a DNS query to ff02::1 (all nodes): each must
+                           get no answer
+  --sweep-unicast          the sweep also tries, on a pod with a unicast IPv6 address (dual-stack), the
+                           first 64 addresses of its /64 (the gateway, and its node's pods as host-local
+                           IPAM numbers them) and every IPv6 --sweep-also the same way
+  --sweep-also IP          one more address for the sweep (repeatable)
   --dns NAME               resolving must fail              (repeatable)
   --dns-allowed NAME       resolving must work              (repeatable; positive control)
   --no-sa-token            no service-account token mounted
@@ -103,9 +106,9 @@ def check_proxy_connect(target, timeout_s, proxy_url=None):
     return not opened, f"proxy {proxy.netloc} answered {status_line!r}"
 
 
-def check_ipv6_sweep(ports, also, timeout_s):
+def check_ipv6_sweep(ports, also, timeout_s, unicast=False):
     """(blocked, detail): every IPv6 attempt of the sweep at once; each is also printed as its own line."""
-    specs, neighbours = ipv6_sweep_specs(ports, also)
+    specs, neighbours = ipv6_sweep_specs(ports, also, unicast=unicast)
     attempts = channels.attempt_all([spec for _, spec in specs], min(timeout_s, 1.0))
     for (name, _), attempt in zip(specs, attempts, strict=True):
         print(json.dumps({"check": name, "blocked": not attempt.answered, "detail": attempt.detail}), flush=True)
@@ -114,10 +117,15 @@ def check_ipv6_sweep(ports, also, timeout_s):
     return not answered, json.dumps(detail, sort_keys=True)
 
 
-def ipv6_sweep_specs(ports, also=(), settle_s=2.0):
+UNICAST_SWEEP_HOSTS = 64
+
+
+def ipv6_sweep_specs(ports, also=(), settle_s=2.0, unicast=False):
     """([(check name, spec)], neighbours found): the attacker's sweep, as the issue that found it did."""
     interface, gateway = channels.default_interface_and_gateway()
     me = channels.own_ipv4()
+    also_v6 = [a for a in also if ":" in a]
+    also = [a for a in also if ":" not in a]
     addresses = set(channels.subnet24(me)) | set(also)
     if gateway:
         addresses |= set(channels.subnet24(gateway))
@@ -131,6 +139,14 @@ def ipv6_sweep_specs(ports, also=(), settle_s=2.0):
         for port in ports:
             specs.append((f"ipv6 {ip} {link_local}:{port} tcp", f"tcp:{link_local}:{port}"))
             specs.append((f"ipv6 {ip} {link_local}:{port} udp-dns", f"udp-dns:{link_local}:{port}"))
+    mine = channels.own_ipv6_unicast() if unicast else []
+    targets = set(also_v6) if unicast else set()
+    for address in mine:
+        targets |= set(channels.low_hosts64(address, UNICAST_SWEEP_HOSTS))
+    for address in sorted(targets - set(mine)):
+        for port in ports:
+            specs.append((f"ipv6 [{address}]:{port} tcp", f"tcp:[{address}]:{port}"))
+            specs.append((f"ipv6 [{address}]:{port} udp-dns", f"udp-dns:[{address}]:{port}"))
     return specs, neighbours
 
 
@@ -228,6 +244,7 @@ def parse_arguments(argv):
     parser.add_argument("--proxy-closed", action="append", default=[], metavar="HOST:PORT")
     parser.add_argument("--ipv6-sweep", metavar="PORTS")
     parser.add_argument("--sweep-also", action="append", default=[], metavar="IP")
+    parser.add_argument("--sweep-unicast", action="store_true")
     parser.add_argument("--no-sa-token", action="store_true")
     parser.add_argument("--unshare", action="store_true")
     parser.add_argument("--seccomp", action="store_true")
@@ -266,7 +283,8 @@ def selected_checks(arguments):
         checks.append((f"proxy-closed {target}", True, lambda t=target: check_proxy_connect(t, timeout_s)))
     if arguments.ipv6_sweep:
         ports = [int(p) for p in arguments.ipv6_sweep.split(",") if p]
-        checks.append(("ipv6-sweep", True, lambda: check_ipv6_sweep(ports, arguments.sweep_also, timeout_s)))
+        checks.append(("ipv6-sweep", True, lambda: check_ipv6_sweep(ports, arguments.sweep_also, timeout_s,
+                                                                    arguments.sweep_unicast)))
     for name in arguments.dns:
         checks.append((f"dns {name}", True, lambda n=name: check_dns(n, timeout_s)))
     for name in arguments.dns_allowed:

@@ -93,3 +93,14 @@ def test_routes_and_arp_tables_parse(tmp_path):
                    "10.244.0.9       0x1         0x0         00:00:00:00:00:00     *        eth0\n")
     assert channels.read_arp(str(arp)) == {"10.244.0.1": "0a:58:0a:f4:00:01"}
     assert channels.subnet24("10.244.3.7")[0] == "10.244.3.1" and len(channels.subnet24("10.244.3.7")) == 254
+
+
+def test_a_dual_stack_pods_unicast_ipv6_and_the_low_hosts_of_its_64(tmp_path):
+    table = tmp_path / "if_inet6"
+    table.write_text("00000000000000000000000000000001 01 80 10 80       lo\n"
+                     "fe800000000000000858aff0fef40002 02 40 20 80     eth0\n"
+                     "fd000010024400000000000000000007 02 40 00 80     eth0\n")
+    assert channels.own_ipv6_unicast(str(table)) == ["fd00:10:244::7"]
+    assert channels.own_ipv6_unicast(str(tmp_path / "absent")) == []
+    hosts = channels.low_hosts64("fd00:10:244:1::7", 64)
+    assert hosts[0] == "fd00:10:244:1::1" and hosts[-1] == "fd00:10:244:1::40" and len(hosts) == 64

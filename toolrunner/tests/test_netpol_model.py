@@ -99,10 +99,20 @@ def test_a_node_reaches_the_pods_on_itself_only():
 
 
 def test_no_pod_sends_over_ipv6_unless_the_fact_is_off():
-    link_local = {"ip": "fe80::1", "kind": "node"}
-    assert not allows(STRANGER, link_local, "TCP", 6443)
-    assert allows(STRANGER, link_local, "TCP", 6443, facts={"ipv4OnlyPodNetwork": False})
-    assert allows(NODE, link_local, "TCP", 6443)
+    unicast = {"ip": "fd00:10:253::1", "kind": "node"}
+    assert not allows(STRANGER, unicast, "TCP", 6443)
+    assert allows(STRANGER, unicast, "TCP", 6443, facts={"ipv4OnlyPodNetwork": False})
+    assert allows(NODE, unicast, "TCP", 6443)
+
+
+def test_a_dual_stack_pod_network_drops_link_scoped_ipv6_only():
+    dual = {"ipv4OnlyPodNetwork": False}
+    for address in ("fe80::1", "ff02::1", "ff05::fb"):
+        target = {"ip": address, "kind": "node"}
+        assert not allows(STRANGER, target, "UDP", 53, facts=dual), address
+        assert allows(STRANGER, target, "UDP", 53, facts=dict(dual, linkScopedIpv6Dropped=False)), address
+        assert allows(NODE, target, "UDP", 53, facts=dual), "the node's own traffic is not a pod's"
+    assert allows(STRANGER, {"ip": "2001:db8::1", "kind": "external"}, "TCP", 80, facts=dual)
 
 
 def test_selectors_and_blocks():

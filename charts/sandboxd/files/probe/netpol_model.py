@@ -16,19 +16,24 @@ matters): traffic from the node itself (and so from a hostNetwork pod) always re
 that node, whatever its ingress rules (kube-router, like most enforcers, lets the pod's own node
 through for its probes; another node's traffic meets the rules like any other address's); and the pod network carries IPv4 only (IPv6 off in every pod and its frames dropped on
 the node's bridge, as the chart README asks of a cluster whose policies are enforced for IPv4
-alone), so no pod sends over IPv6.
+alone), so no pod sends over IPv6. A dual-stack cluster turns that last fact off and holds a
+narrower one: the pod network drops a pod's link-scoped IPv6 (to fe80::/10 and ff00::/8), which
+no enforcer judges (those addresses are in no pod's rules), while its unicast IPv6 meets the
+policies as IPv4 does.
 
 An endpoint is a dict: ip, and for a pod namespace, labels, namespaceLabels; kind is "pod", "node"
 or "external"; node, the name of the node a pod runs on or a node endpoint is (optional: without
 it on either side the node and the pod are taken to be one machine's). Used as a program: reads {"policies": [...], "cells": [{"from", "to", "protocol",
-"port"}], "facts": {"nodeReachesPods": true, "ipv4OnlyPodNetwork": true}} as JSON on stdin and
+"port"}], "facts": {"nodeReachesPods": true, "ipv4OnlyPodNetwork": true, "linkScopedIpv6Dropped": true}} as
+JSON on stdin and
 writes the list of verdicts (true: open) as JSON on stdout.
 """
 import ipaddress
 import json
 import sys
 
-FACTS = {"nodeReachesPods": True, "ipv4OnlyPodNetwork": True}
+FACTS = {"nodeReachesPods": True, "ipv4OnlyPodNetwork": True, "linkScopedIpv6Dropped": True}
+LINK_SCOPED_IPV6 = ("fe80::/10", "ff00::/8")
 
 
 def allows(policies, source, destination, protocol, port, facts=None):
@@ -37,6 +42,9 @@ def allows(policies, source, destination, protocol, port, facts=None):
     endpoint it is translated to."""
     facts = dict(FACTS, **(facts or {}))
     if facts["ipv4OnlyPodNetwork"] and _is_pod(source) and ":" in destination["ip"]:
+        return False
+    if facts["linkScopedIpv6Dropped"] and _is_pod(source) and any(in_cidr(c, destination["ip"])
+                                                                   for c in LINK_SCOPED_IPV6):
         return False
     return (_egress_allows(policies, source, destination, protocol, port)
             and _ingress_allows(policies, source, destination, protocol, port, facts))

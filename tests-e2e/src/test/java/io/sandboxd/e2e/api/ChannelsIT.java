@@ -54,6 +54,15 @@ class ChannelsIT {
      * ARP whatever else the scheduler put there (sandboxd's replicas stay on node 1; CoreDNS goes anywhere).
      */
     private static final Map<String, String> NEIGHBOURS = new java.util.TreeMap<>();
+    /**
+     * Dual-stack (else empty): the IPv6 addresses the sandboxes must not reach (sandboxd's replicas on 8080, the
+     * nodes' API server and kubelet ports, CoreDNS's health port, every blocked IPv6 target) and those a tool may
+     * (the public IPv6 target's web server, CoreDNS over UDP): the same channels as IPv4's, at the same endpoints.
+     */
+    private static final List<String> IPV6_CLOSED = new ArrayList<>();
+    private static final List<String> IPV6_TOOL_MAY = new ArrayList<>();
+    /** Dual-stack: IPv6 addresses of the pods and nodes the IPv6 sweep aims at by name. */
+    private static final List<String> IPV6_NEIGHBOURS = new ArrayList<>();
 
     @BeforeAll
     static void install() {
@@ -73,7 +82,34 @@ class ChannelsIT {
             Pod pod = control.startSleeper("neighbour-" + name, Map.of("role", "neighbour"),
                                            b -> b.editSpec().withNodeName(name).endSpec());
             NEIGHBOURS.put(name, pod.getStatus().getPodIP());
+            Attacks.podIp6(pod).ifPresent(IPV6_NEIGHBOURS::add);
         }
+        if (Attacks.dualStack(k8s)) {
+            List<Pod> dnsPods = k8s.pods().inNamespace("kube-system").withLabel("k8s-app", "kube-dns").list().getItems();
+            String coreDns6 = "[" + Attacks.podIp6(dnsPods.getFirst()).orElseThrow() + "]";
+            IPV6_TOOL_MAY.addAll(List.of("tcp:[" + Env.publicTarget6() + "]:80", "udp-dns:" + coreDns6 + ":53"));
+            IPV6_CLOSED.addAll(List.of("tcp:" + coreDns6 + ":8181", "udp-dns:[" + Env.publicTarget6() + "]:53"));
+            for (Pod replica : k8s.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE)
+                    .withLabel("app.kubernetes.io/name", "sandboxd").list().getItems()) {
+                String address = Attacks.podIp6(replica).orElseThrow();
+                IPV6_CLOSED.add("tcp:[" + address + "]:8080");
+                IPV6_NEIGHBOURS.add(address);
+            }
+            for (var node : nodes) {
+                String address = Attacks.internalIp6(node).orElseThrow();
+                IPV6_CLOSED.addAll(List.of("tcp:[" + address + "]:6443", "tcp:[" + address + "]:10250"));
+                IPV6_NEIGHBOURS.add(address);
+            }
+            for (String target : Env.blockedTargets6()) {
+                IPV6_CLOSED.addAll(List.of("tcp:[" + target + "]:80", "udp-dns:[" + target + "]:53"));
+            }
+            dnsPods.forEach(p -> Attacks.podIp6(p).ifPresent(IPV6_NEIGHBOURS::add));
+        }
+    }
+
+    /** FLAG before each spec. */
+    private static List<String> each(String flag, List<String> specs) {
+        return specs.stream().flatMap(spec -> java.util.stream.Stream.of(flag, spec)).toList();
     }
 
     /** FLAG tcp:IP:10250 and tcp:IP:6443 for every node (the API server's node answers 6443, the others refuse it). */
@@ -102,6 +138,8 @@ class ChannelsIT {
                 "--open", "tcp:" + nodeIp + ":6443", "--open", "tcp:" + nodeIp + ":10250", "--open", "tcp:gateway:10250"));
         args.addAll(sandboxdAndBlockedTargets("--open"));
         args.addAll(everyNode("--open"));
+        args.addAll(each("--open", IPV6_CLOSED));
+        args.addAll(each("--open", IPV6_TOOL_MAY));
         Report r = Attacks.fromPod(control, "control", args);
         assertTrue(r.allAsExpected(), "positive control: every target answers when nothing blocks it: " + r);
     }
@@ -120,6 +158,8 @@ class ChannelsIT {
                 "--dns", "kubernetes.default.svc.cluster.local", "--dns", Env.PUBLIC_TARGET_NAME));
         args.addAll(sandboxdAndBlockedTargets("--closed"));
         args.addAll(everyNode("--closed"));
+        args.addAll(each("--closed", IPV6_CLOSED));
+        args.addAll(each("--closed", IPV6_TOOL_MAY));
         List<String> sandboxes = Attacks.snippetIps(sandboxd.k8s());
         assertTrue(sandboxes.size() >= 2, "at least one other sandbox to attack: " + sandboxes);
         sandboxes.forEach(ip -> args.addAll(List.of("--closed-unless-self", "tcp:" + ip + ":8080")));
@@ -145,6 +185,9 @@ class ChannelsIT {
         neighbours.addAll(NEIGHBOURS.values());
         neighbours.forEach(ip -> args.addAll(List.of("--sweep-also", ip)));
         Attacks.snippetIps(sandboxd.k8s()).forEach(ip -> args.addAll(List.of("--sweep-also", ip)));
+        // Dual-stack: the unicast IPv6 sweep too (the low hosts of the sandbox's own /64, and these by name).
+        IPV6_NEIGHBOURS.forEach(ip -> args.addAll(List.of("--sweep-also", ip)));
+        args.add("--sweep-unicast");
         Map<String, List<String>> neighboursByNode = neighbours.stream()
                 .collect(java.util.stream.Collectors.groupingBy(ip -> Attacks.nodeOf(sandboxd.k8s(), ip)));
         // From a sandbox on each node: ARP sees its own node's bridge only, so each node's neighbours are attacked
@@ -160,6 +203,9 @@ class ChannelsIT {
             assertTrue(onItsNode.stream().allMatch(sweep::contains), "ARP found the targets on " + node + " "
                     + onItsNode + ": " + sweep);
             assertTrue(r.lines("ipv6 ").size() > 10, "IPv6 attempts made: " + r);
+            if (!IPV6_NEIGHBOURS.isEmpty()) {
+                assertTrue(r.lines("ipv6 [").size() > 2 * 64, "unicast IPv6 attempts made: " + r);
+            }
             System.out.println("IPv6 link-local sweep from a snippet on " + node + ": its targets there " + onItsNode
                     + " found by ARP, " + r.lines("ipv6 ").size() + " IPv6 attempts, none answered");
         });
@@ -178,6 +224,8 @@ class ChannelsIT {
                 "--ipv6-sweep", Attacks.SWEEP_PORTS, "--sweep-also", coreDns));
         args.addAll(sandboxdAndBlockedTargets("--closed"));
         args.addAll(everyNode("--closed"));
+        args.addAll(each("--closed", IPV6_CLOSED));
+        args.addAll(each("--open", IPV6_TOOL_MAY));
         Report r = Attacks.fromTool(sandboxd, args);
         assertTrue(r.allAsExpected(), "a tool reaches the public internet through cluster DNS only: " + r);
     }

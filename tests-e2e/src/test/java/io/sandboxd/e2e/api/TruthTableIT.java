@@ -141,6 +141,9 @@ class TruthTableIT {
         KubernetesClient k8s = sandboxd.k8s();
         NetworkPolicyModel model = new NetworkPolicyModel(k8s.network().v1().networkPolicies().inAnyNamespace().list()
                 .getItems());
+        // A dual-stack cluster's pods speak IPv6 too: unicast IPv6 meets the policies, link-scoped IPv6 the bridge.
+        boolean dual = Attacks.dualStack(k8s);
+        model = model.withFact("ipv4OnlyPodNetwork", !dual);
         // The mutations of the model: -De2e.truthTable.factsOff=nodeReachesPods,ipv4OnlyPodNetwork must fail the table.
         for (String fact : System.getProperty("e2e.truthTable.factsOff", "").split(",")) {
             if (!fact.isBlank()) {
@@ -157,6 +160,11 @@ class TruthTableIT {
         }
         Endpoint apiNode = nodeEndpoints.values().stream().filter(e -> e.ip().equals(apiNodeIp)).findFirst()
                 .orElseThrow();
+        // Dual-stack: every source at its IPv6 address, for the cells of an IPv6 destination.
+        Map<String, String> ip6 = new HashMap<>();
+        for (var n : nodes) {
+            Attacks.internalIp6(n).ifPresent(a -> ip6.put("node " + n.getMetadata().getName(), a));
+        }
 
         // A session pod kept as the destination "another sandbox" (a pool pod may be taken meanwhile).
         String session = "truth-" + UUID.randomUUID();
@@ -208,10 +216,35 @@ class TruthTableIT {
         for (String target : Env.BLOCKED_TARGETS) {
             destinations.add(external("blocked range " + target, target, Map.of("tcp", 80, "icmp", 0)));
         }
+        if (dual) {
+            // The same pods at their IPv6 addresses, and the IPv6 targets: public, and one in each blocked range.
+            for (Map.Entry<String, Pod> pod : Map.of("sandboxd replica", sandboxdPod, "another sandbox", otherSandbox,
+                                                      "tool pod mid-call", toolPod).entrySet()) {
+                String address = Attacks.podIp6(pod.getValue()).orElseThrow();
+                destinations.add(new Destination(pod.getKey() + " IPv6", address,
+                                                 endpoint(pod.getValue()).at(address), Map.of("tcp", 8080, "icmp", 0),
+                                                 Map.of()));
+            }
+            String coreDns6 = Attacks.podIp6(coreDns).orElseThrow();
+            destinations.add(new Destination("CoreDNS pod IPv6", coreDns6, endpoint(coreDns).at(coreDns6),
+                                             Map.of("udp-dns", 53, "tcp-dns", 53, "icmp", 0), Map.of()));
+            destinations.add(external("public IPv6", Env.publicTarget6(),
+                                      Map.of("tcp", 80, "udp-dns", 53, "tcp-dns", 53, "icmp", 0)));
+            for (String target : Env.blockedTargets6()) {
+                destinations.add(external("blocked range " + target, target, Map.of("tcp", 80, "icmp", 0)));
+            }
+        }
         // Each node: its API server port (served on one, refused on the others: an answer either way) and kubelet.
         for (Endpoint n : nodeEndpoints.values()) {
             destinations.add(new Destination(n.name(), n.ip(), n, Map.of("tcp", 6443, "icmp", 0), Map.of()));
             destinations.add(new Destination("kubelet of " + n.node(), n.ip(), n, Map.of("tcp", 10250), Map.of()));
+            String address = ip6.get(n.name());
+            if (address != null) {
+                destinations.add(new Destination(n.name() + " IPv6", address, n.at(address),
+                                                 Map.of("tcp", 6443, "icmp", 0), Map.of()));
+                destinations.add(new Destination("kubelet of " + n.node() + " IPv6", address, n.at(address),
+                                                 Map.of("tcp", 10250), Map.of()));
+            }
         }
 
         Map<String, String> cellNames = new LinkedHashMap<>();
@@ -244,9 +277,12 @@ class TruthTableIT {
         onEveryNode("snippet", endpoint(otherSandbox), () -> Attacks.fromSnippet(sandboxd, probeArgs), sources, measured);
         onEveryNode("session run", endpoint(otherSandbox), () -> fromSession(probeArgs), sources, measured);
         onEveryNode("tool", endpoint(toolPod), () -> Attacks.fromTool(sandboxd, probeArgs), sources, measured);
-        sources.put("agent pod (client namespace)", endpoint(pod(client.namespace(), "agent")));
-        sources.put("pod of the release namespace", endpoint(pod(Sandboxd.RELEASE_NAMESPACE, RELEASE_POD)));
-        sources.put("pod of another namespace", endpoint(pod(outside.namespace(), "outside")));
+        for (Map.Entry<String, Pod> stays : Map.of("agent pod (client namespace)", pod(client.namespace(), "agent"),
+                "pod of the release namespace", pod(Sandboxd.RELEASE_NAMESPACE, RELEASE_POD),
+                "pod of another namespace", pod(outside.namespace(), "outside")).entrySet()) {
+            sources.put(stays.getKey(), endpoint(stays.getValue()));
+            Attacks.podIp6(stays.getValue()).ifPresent(a -> ip6.put(stays.getKey(), a));
+        }
         for (var n : nodes) {
             sources.put("node " + n.getMetadata().getName() + " (hostNetwork pod)",
                         nodeEndpoints.get(n.getMetadata().getName()));
@@ -268,10 +304,12 @@ class TruthTableIT {
                     int port = d.judgedPorts().getOrDefault(channel.getKey(), channel.getValue());
                     String protocol = channel.getKey().equals("icmp") ? "ICMP"
                             : channel.getKey().startsWith("udp") ? "UDP" : "TCP";
+                    // To an IPv6 destination a pod sends from its IPv6 address (a sandbox row: one of the pod range).
+                    Endpoint from = !d.judged().ip().contains(":") ? source.getValue()
+                            : source.getValue().at(ip6.getOrDefault(source.getKey(), ANOTHER_POD_IP6));
                     rows.add(new Row(source.getKey(), d, channel.getKey(), d.spec(channel.getKey())));
-                    cellsToJudge.add(new Cell(source.getValue(), d.judged(), protocol, port));
-                    alsoToJudge.add(d.alsoJudged().stream().map(e -> new Cell(source.getValue(), e, protocol, port))
-                            .toList());
+                    cellsToJudge.add(new Cell(from, d.judged(), protocol, port));
+                    alsoToJudge.add(d.alsoJudged().stream().map(e -> new Cell(from, e, protocol, port)).toList());
                 }
             }
         }
@@ -338,8 +376,11 @@ class TruthTableIT {
         // The claims, read off the table the policies give (so a policy that loses a rule fails here even though
         // enforcement then agrees with it): a snippet reaches nothing, in a session neither; a tool only the public
         // target's web server and cluster DNS; sandboxd only its clients and the node (the kubelet's probes).
-        List<String> toolMay = List.of("public tcp:80", "CoreDNS pod udp-dns:53", "CoreDNS pod tcp-dns:53",
-                                       "cluster DNS Service udp-dns:53", "cluster DNS Service tcp-dns:53");
+        List<String> toolMay = new ArrayList<>(List.of("public tcp:80", "CoreDNS pod udp-dns:53",
+                "CoreDNS pod tcp-dns:53", "cluster DNS Service udp-dns:53", "cluster DNS Service tcp-dns:53"));
+        if (dual) {
+            toolMay.addAll(List.of("public IPv6 tcp:80", "CoreDNS pod IPv6 udp-dns:53", "CoreDNS pod IPv6 tcp-dns:53"));
+        }
         for (var n : nodes) {
             String on = " on " + n.getMetadata().getName();
             assertEquals(List.of(), openBySource.getOrDefault("snippet" + on, List.of()), "a snippet reaches nothing" + on);
@@ -362,6 +403,15 @@ class TruthTableIT {
             assertEquals(List.of("node " + sandbox.getValue().getSpec().getNodeName() + " (hostNetwork pod)"),
                          openByDestination.getOrDefault(sandbox.getKey(), List.of()).stream().distinct().toList(),
                          "no pod but sandboxd (not in the table) reaches " + sandbox.getKey());
+        }
+        if (dual) {
+            // Over IPv6 (no cells from the node): sandboxd's clients alone reach sandboxd, and no pod a sandbox.
+            assertEquals(new java.util.TreeSet<>(List.of("agent pod (client namespace)", "pod of the release namespace")),
+                         new java.util.TreeSet<>(openByDestination.getOrDefault("sandboxd replica IPv6", List.of())),
+                         "only sandboxd's clients reach sandboxd over IPv6");
+            for (String sandbox : List.of("another sandbox IPv6", "tool pod mid-call IPv6")) {
+                assertEquals(List.of(), openByDestination.getOrDefault(sandbox, List.of()), "no pod reaches " + sandbox);
+            }
         }
     }
 
@@ -406,6 +456,9 @@ class TruthTableIT {
         }
         throw new AssertionError("no link-local address on " + bridge + " in /proc/net/if_inet6");
     }
+
+    /** The IPv6 side of {@link #asAnotherPod}: an address of the pod network's IPv6 range (cluster.env POD_CIDR6). */
+    private static final String ANOTHER_POD_IP6 = "fd00:10:244:ff::fffe";
 
     /** A pod of the same kind and labels as the one given, at another address of the pod network. */
     private static Endpoint asAnotherPod(Endpoint pod) {

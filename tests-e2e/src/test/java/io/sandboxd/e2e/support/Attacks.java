@@ -11,6 +11,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * The escape probe (toolrunner/probe/sandbox_probe.py) run from inside a real sandbox, through sandboxd's own API,
@@ -84,9 +85,28 @@ public final class Attacks {
                 .sorted(java.util.Comparator.comparing(n -> n.getMetadata().getName())).toList();
     }
 
+    /** @return the node's IPv4 address (its first InternalIP) */
     public static String internalIp(Node node) {
         return node.getStatus().getAddresses().stream().filter(a -> "InternalIP".equals(a.getType()))
                 .map(NodeAddress::getAddress).findFirst().orElseThrow();
+    }
+
+    /** @return the node's IPv6 address on a dual-stack cluster, else empty */
+    public static Optional<String> internalIp6(Node node) {
+        return node.getStatus().getAddresses().stream().filter(a -> "InternalIP".equals(a.getType()))
+                .map(NodeAddress::getAddress).filter(a -> a.contains(":")).findFirst();
+    }
+
+    /** @return the pod's IPv6 address on a dual-stack cluster, else empty */
+    public static Optional<String> podIp6(io.fabric8.kubernetes.api.model.Pod pod) {
+        return pod.getStatus().getPodIPs().stream().map(io.fabric8.kubernetes.api.model.PodIP::getIp)
+                .filter(a -> a.contains(":")).findFirst();
+    }
+
+    /** @return whether every node has a pod range of each family (tests-e2e/cluster/cluster.env IP_FAMILIES=dual) */
+    public static boolean dualStack(KubernetesClient k8s) {
+        return nodes(k8s).stream().allMatch(n -> n.getSpec().getPodCIDRs() != null
+                && n.getSpec().getPodCIDRs().size() > 1);
     }
 
     /**

@@ -69,6 +69,28 @@ public final class Env {
         return Path.of(cache(), "bin", "current", "kubectl");
     }
 
+    private static final java.util.Map<String, String> CLUSTER_ENV = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * @param name a variable of tests-e2e/cluster/cluster.env, the harness's own file (one source: read through bash)
+     * @return its value
+     */
+    public static String clusterEnv(String name) {
+        return CLUSTER_ENV.computeIfAbsent(name, n -> HostCommand.run("bash", "-c", ". '"
+                + repo().resolve("tests-e2e/cluster/cluster.env") + "' && printf %s \"$" + n + "\"").strip());
+    }
+
+    /** The IPv6 public target of a dual-stack cluster (cluster.env TARGET_PUBLIC6). */
+    public static String publicTarget6() {
+        return clusterEnv("TARGET_PUBLIC6");
+    }
+
+    /** Every blocked IPv6 target of a dual-stack cluster, one in each IPv6 range routing can carry (cluster.env). */
+    public static java.util.List<String> blockedTargets6() {
+        return java.util.Arrays.stream(clusterEnv("TARGET_ALL6").split("\\s+"))
+                .filter(a -> !a.isBlank() && !a.equals(publicTarget6())).toList();
+    }
+
     /** The simulated targets cluster-up.sh creates (tests-e2e/cluster/cluster.env). */
     public static final String PUBLIC_TARGET = "203.0.113.10";
     public static final String PUBLIC_TARGET_NAME = "public.sbx.test";

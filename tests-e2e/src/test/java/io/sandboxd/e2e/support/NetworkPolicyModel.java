@@ -29,6 +29,11 @@ public final class NetworkPolicyModel {
      */
     public record Endpoint(String name, String ip, String namespace, Map<String, String> labels,
                            Map<String, String> namespaceLabels, Kind kind, String node) {
+        /** @return the same endpoint at another of its addresses (a dual-stack pod's or node's IPv6 one) */
+        public Endpoint at(String address) {
+            return new Endpoint(name, address, namespace, labels, namespaceLabels, kind, node);
+        }
+
         Map<String, Object> asJson() {
             Map<String, Object> json = new LinkedHashMap<>();
             json.put("ip", ip);
@@ -70,7 +75,7 @@ public final class NetworkPolicyModel {
     }
 
     /**
-     * @param fact  {@code nodeReachesPods} or {@code ipv4OnlyPodNetwork}
+     * @param fact  {@code nodeReachesPods}, {@code ipv4OnlyPodNetwork} or {@code linkScopedIpv6Dropped}
      * @param holds whether the model assumes it (a mutation turns one off)
      * @return the model with that fact set
      */
