@@ -234,6 +234,11 @@ podLogsDir: "$NODE_LOGS_DIR"
 podPidsLimit: 256
 maxPods: 110
 serializeImagePulls: false
+# The images imported into containerd at start (the agent images the suite runs tools in) are used by name, and some
+# are also pulled by digest from the local registry (ImageDigestIT). From 1.35 the kubelet then counts an image as
+# pulled, not preloaded, and re-verifies every later use of it under another name by pulling that name, which exists
+# in no registry: ImagePullBackOff. This throwaway cluster has no pull secrets to protect, so it never re-verifies.
+imagePullCredentialsVerificationPolicy: NeverVerify
 resolvConf: "$CLUSTER_STATE/resolv.conf"
 evictionHard: {memory.available: "200Mi", nodefs.available: "2%", imagefs.available: "2%"}
 imageGCHighThresholdPercent: 100
