@@ -20,13 +20,35 @@ class NetworkPolicyRenderTest {
       "podSelector", Map.of("matchLabels", Map.of("app.kubernetes.io/name", "sandboxd",
           "app.kubernetes.io/instance", "sandboxd")));
   private static final List<Object> PORT_8080 = List.of(Map.of("protocol", "TCP", "port", 8080L));
-  private static final List<String> BLOCKED_V4 = List.of("169.254.0.0/16", "168.63.129.16/32", "10.0.0.0/8",
-      "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "127.0.0.0/8", "0.0.0.0/8", "192.0.0.0/24", "198.18.0.0/15",
-      "224.0.0.0/4", "240.0.0.0/4");
-  // No ::ffff:0:0/96: the API refuses it inside ::/0, and IPv4-mapped traffic leaves as IPv4 anyway.
-  // IPv6 ranges: rendered, not proven on the IPv4-only test cluster (SECURITY.md says so).
-  private static final List<String> BLOCKED_V6 = List.of("fc00::/7", "fe80::/10", "64:ff9b::/96", "64:ff9b:1::/48",
-      "::1/128", "ff00::/8");
+  /**
+   * Each blocked range at its edges (policies/networkpolicies/blocked-ranges.yaml holds the list, once): its first and
+   * last address must be blocked, and the addresses just outside it must not be, unless another range holds them.
+   */
+  private static final List<List<String>> RANGE_EDGES = List.of(
+      // range, first inside, last inside, just before, just after
+      List.of("169.254.0.0/16", "169.254.0.0", "169.254.255.255", "169.253.255.255", "169.255.0.0"),
+      List.of("168.63.129.16/32", "168.63.129.16", "168.63.129.16", "168.63.129.15", "168.63.129.17"),
+      List.of("10.0.0.0/8", "10.0.0.0", "10.255.255.255", "9.255.255.255", "11.0.0.0"),
+      List.of("172.16.0.0/12", "172.16.0.0", "172.31.255.255", "172.15.255.255", "172.32.0.0"),
+      List.of("192.168.0.0/16", "192.168.0.0", "192.168.255.255", "192.167.255.255", "192.169.0.0"),
+      List.of("100.64.0.0/10", "100.64.0.0", "100.127.255.255", "100.63.255.255", "100.128.0.0"),
+      List.of("127.0.0.0/8", "127.0.0.0", "127.255.255.255", "126.255.255.255", "128.0.0.0"),
+      List.of("0.0.0.0/8", "0.0.0.0", "0.255.255.255", "", "1.0.0.0"),
+      List.of("192.0.0.0/24", "192.0.0.0", "192.0.0.255", "191.255.255.255", "192.0.1.0"),
+      List.of("198.18.0.0/15", "198.18.0.0", "198.19.255.255", "198.17.255.255", "198.20.0.0"),
+      List.of("224.0.0.0/4", "224.0.0.0", "239.255.255.255", "223.255.255.255", ""),
+      List.of("240.0.0.0/4", "240.0.0.0", "255.255.255.255", "", ""),
+      List.of("fc00::/7", "fc00::", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+          "fe00::"),
+      List.of("fe80::/10", "fe80::", "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+          "fec0::"),
+      List.of("64:ff9b::/96", "64:ff9b::", "64:ff9b::ffff:ffff", "64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff",
+          "64:ff9b::1:0:0"),
+      List.of("64:ff9b:1::/48", "64:ff9b:1::", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", "64:ff9b:0:ffff:ffff:ffff:ffff:ffff",
+          "64:ff9b:2::"),
+      List.of("::1/128", "::1", "::1", "::", "::2"),
+      List.of("ff00::/8", "ff00::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+          ""));
   // Every port but 53: DNS goes to the cluster DNS pods only.
   private static final List<Object> ALL_PORTS_BUT_DNS = List.of(
       Map.of("protocol", "TCP", "port", 1L, "endPort", 52L), Map.of("protocol", "TCP", "port", 54L, "endPort", 65535L),
@@ -64,15 +86,34 @@ class NetworkPolicyRenderTest {
 
     List<Map<String, Object>> egress = at(np, "spec", "egress");
     assertEquals(2, egress.size());
-    assertEquals(List.of(
-        Map.of("ipBlock", Map.of("cidr", "0.0.0.0/0", "except", BLOCKED_V4)),
-        Map.of("ipBlock", Map.of("cidr", "::/0", "except", BLOCKED_V6))), egress.get(0).get("to"));
+    List<Map<String, Object>> to = at(egress.get(0), "to");
+    assertEquals(List.of("0.0.0.0/0", "::/0"), to.stream().map(peer -> at(peer, "ipBlock", "cidr")).toList(),
+        "every public address of both families, but the blocked ranges (blockedRangesAtTheirEdges)");
     assertEquals(ALL_PORTS_BUT_DNS, egress.get(0).get("ports"), "every port of a public address but DNS");
     assertEquals(List.of(Map.of(
         "namespaceSelector", Map.of("matchLabels", Map.of("kubernetes.io/metadata.name", "kube-system")),
         "podSelector", Map.of("matchLabels", Map.of("k8s-app", "kube-dns")))), egress.get(1).get("to"));
     assertEquals(List.of(Map.of("protocol", "UDP", "port", 53L), Map.of("protocol", "TCP", "port", 53L)),
         egress.get(1).get("ports"));
+  }
+
+  @Test
+  void blockedRangesAtTheirEdges() {
+    List<Map<String, Object>> to = at(DEFAULT.get("NetworkPolicy", "sandboxd-tool"), "spec", "egress", 0, "to");
+    List<String> except = new java.util.ArrayList<>(at(to.get(0), "ipBlock", "except"));
+    except.addAll(at(to.get(1), "ipBlock", "except"));
+    assertEquals(RANGE_EDGES.stream().map(edges -> edges.get(0)).toList(), except, "one row of edges per range");
+    for (List<String> edges : RANGE_EDGES) {
+      for (String inside : edges.subList(1, 3)) {
+        assertTrue(except.stream().anyMatch(c -> contains(c, inside)), inside + " (" + edges.get(0) + ") is blocked");
+      }
+      for (String outside : edges.subList(3, 5)) {
+        if (!outside.isEmpty()) {
+          assertFalse(except.stream().anyMatch(c -> contains(c, outside)), outside + " (next to " + edges.get(0)
+              + ") is not blocked");
+        }
+      }
+    }
   }
 
   @Test
