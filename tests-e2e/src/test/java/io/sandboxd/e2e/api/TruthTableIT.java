@@ -342,7 +342,8 @@ class TruthTableIT {
                 Boolean second = open(again).get(row.spec());
                 System.out.println("[e2e] truth table: " + row.source() + " -> " + cellNames.get(row.spec())
                         + " measured " + (got ? "open" : "closed") + " against the policies; measured again alone: "
-                        + (second == null ? "nothing" : second ? "open" : "closed") + " (" + again.sourceIp() + ", "
+                        + (second == null ? "nothing" : second ? "open" : "closed") + " ("
+                        + again.output().lines().findFirst().orElse("no output") + ", "
                         + again.output().lines().filter(l -> l.contains(row.spec())).findFirst().orElse("") + ")");
                 got = second;
             }

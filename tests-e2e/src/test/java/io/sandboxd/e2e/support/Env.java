@@ -91,27 +91,27 @@ public final class Env {
                 .filter(a -> !a.isBlank() && !a.equals(publicTarget6())).toList();
     }
 
-    /** The simulated targets cluster-up.sh creates (tests-e2e/cluster/cluster.env). */
-    public static final String PUBLIC_TARGET = "203.0.113.10";
-    public static final String PUBLIC_TARGET_NAME = "public.sbx.test";
+    /** The simulated targets cluster-up.sh creates, read from tests-e2e/cluster/cluster.env. */
+    public static final String PUBLIC_TARGET = clusterEnv("TARGET_PUBLIC");
+    public static final String PUBLIC_TARGET_NAME = clusterEnv("TARGET_NAME_PUBLIC");
     /** A second name of the public target, which no egress profile of the e2e install allows but {@code other}. */
-    public static final String OTHER_TARGET_NAME = "other.sbx.test";
+    public static final String OTHER_TARGET_NAME = clusterEnv("TARGET_NAME_OTHER");
     /** {@code <address, dots as dashes>.rebind.sbx.test} resolves to each blocked target (DNS rebinding). */
-    public static final String REBIND_DOMAIN = "rebind.sbx.test";
-    public static final String METADATA_TARGET = "169.254.169.254";
-    public static final String PRIVATE_10 = "10.123.45.10";
-    public static final String PRIVATE_172 = "172.30.45.10";
-    public static final String PRIVATE_192 = "192.168.45.10";
+    public static final String REBIND_DOMAIN = clusterEnv("TARGET_REBIND_DOMAIN");
+    public static final String METADATA_TARGET = clusterEnv("TARGET_METADATA");
+    public static final String PRIVATE_10 = clusterEnv("TARGET_PRIVATE_10");
+    public static final String PRIVATE_172 = clusterEnv("TARGET_PRIVATE_172");
+    public static final String PRIVATE_192 = clusterEnv("TARGET_PRIVATE_192");
     /** Ranges tool pods must not reach beyond RFC 1918 and link-local (cluster.env), one host in each. */
-    public static final String AZURE_WIRESERVER = "168.63.129.16";
-    public static final String IETF_192_0_0 = "192.0.0.10";
-    public static final String BENCHMARK_198_18 = "198.19.45.10";
-    public static final String RESERVED_240 = "240.0.0.10";
+    public static final String AZURE_WIRESERVER = clusterEnv("TARGET_AZURE_WIRESERVER");
+    public static final String IETF_192_0_0 = clusterEnv("TARGET_IETF_192_0_0");
+    public static final String BENCHMARK_198_18 = clusterEnv("TARGET_BENCHMARK_198_18");
+    public static final String RESERVED_240 = clusterEnv("TARGET_RESERVED_240");
     /** Every blocked simulated target (each answers HTTP on :80 and DNS on :53 when nothing blocks it). */
     public static final java.util.List<String> BLOCKED_TARGETS = java.util.List.of(METADATA_TARGET, PRIVATE_10, PRIVATE_172,
             PRIVATE_192, AZURE_WIRESERVER, IETF_192_0_0, BENCHMARK_198_18, RESERVED_240);
     /** The cluster DNS Service (kubelet clusterDNS, chart value networkPolicy.dns.serviceIP). */
-    public static final String CLUSTER_DNS = "10.96.0.10";
+    public static final String CLUSTER_DNS = clusterEnv("CLUSTER_DNS_IP");
     /** A documentation address routed only through the uplink: the guard must stop it. */
     public static final String OFF_MACHINE = "198.51.100.7";
     public static final String PYTHON_IMAGE = "sandboxd.local/python:dev";
