@@ -69,15 +69,33 @@ public final class Env {
         return Path.of(cache(), "bin", "current", "kubectl");
     }
 
-    private static final java.util.Map<String, String> CLUSTER_ENV = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Every variable of tests-e2e/cluster/cluster.env, read once through bash (the harness's own file: one source). */
+    private static final java.util.Map<String, String> CLUSTER_ENV = readClusterEnv();
+
+    private static java.util.Map<String, String> readClusterEnv() {
+        java.util.Map<String, String> variables = new java.util.HashMap<>();
+        String dump = HostCommand.run("bash", "-c", "set -a && . '" + repo().resolve("tests-e2e/cluster/cluster.env")
+                + "' && env -0");
+        for (String entry : dump.split("\0")) {
+            int eq = entry.indexOf('=');
+            if (eq > 0) {
+                String key = entry.substring(0, eq);  // after any line bash wrote to stderr first
+                variables.put(key.substring(key.lastIndexOf('\n') + 1), entry.substring(eq + 1));
+            }
+        }
+        return variables;
+    }
 
     /**
-     * @param name a variable of tests-e2e/cluster/cluster.env, the harness's own file (one source: read through bash)
+     * @param name a variable of tests-e2e/cluster/cluster.env
      * @return its value
      */
     public static String clusterEnv(String name) {
-        return CLUSTER_ENV.computeIfAbsent(name, n -> HostCommand.run("bash", "-c", ". '"
-                + repo().resolve("tests-e2e/cluster/cluster.env") + "' && printf %s \"$" + n + "\"").strip());
+        String value = CLUSTER_ENV.get(name);
+        if (value == null) {
+            throw new IllegalStateException("cluster.env sets no " + name);
+        }
+        return value;
     }
 
     /** The IPv6 public target of a dual-stack cluster (cluster.env TARGET_PUBLIC6). */
