@@ -23,6 +23,10 @@ import threading
 class NameTheTarget(socketserver.BaseRequestHandler):
     def handle(self):
         local = self.request.getsockname()[0]
+        # The request first: an answer sent before it can reach a proxy before the proxy has sent it, and Go's HTTP
+        # client drops such an unsolicited answer with its connection (smokescreen's 500). A client that sends
+        # nothing (a bare connect) gets the answer after the short wait.
+        read_request_head(self.request)
         body = f"sbx-target {local}\n".encode()
         self.request.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
                              + str(len(body)).encode() + b"\r\n\r\n" + body)

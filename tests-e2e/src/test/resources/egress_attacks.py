@@ -19,6 +19,7 @@ import os
 import socket
 import ssl
 import struct
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -164,6 +165,9 @@ def run(case):
     name, kind, args = case[0], case[1], case[2:]
     try:
         return name, {"answered": True, "detail": KINDS[kind](*args)}
+    except urllib.error.HTTPError as error:  # the proxy's answer: its body says why
+        body = error.read().decode(errors="replace").strip()[:300]
+        return name, {"answered": False, "detail": f"HTTPError: {error}: {body}"}
     except Exception as error:  # every failure is the answer we record
         return name, {"answered": False, "detail": f"{type(error).__name__}: {error}"}
 
