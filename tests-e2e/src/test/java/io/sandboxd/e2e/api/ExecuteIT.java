@@ -44,6 +44,27 @@ class ExecuteIT {
         assertNotNull(r.requestId(), "X-Request-Id on every response");
     }
 
+    /**
+     * The contract: "The language is Python 3.12" (D15: CPython 3.12.1 from Maven Central, the image's only Python),
+     * with the standard library's native modules working in the sandbox. Every other test's snippets run on it too,
+     * on both runtimes.
+     */
+    @Test
+    void theLanguageIsPython312() {
+        String code = """
+                import sys, glob, ssl, ctypes, sqlite3, lzma, bz2, zlib, decimal, json
+                print(sys.version_info[:2], sys.executable)
+                print(sqlite3.connect(':memory:').execute('select 6*7').fetchone()[0], ctypes.CDLL(None).getpid() > 0)
+                print(sorted(glob.glob('/usr/bin/python*') + glob.glob('/usr/local/bin/python*')))
+                """;
+        ApiResponse r = sandboxd.execute(Map.of("code", code));
+        assertEquals(200, r.status(), r.toString());
+        assertEquals(0, r.json().get("exit_code").asInt(), r.toString());
+        assertEquals("(3, 12) /usr/local/bin/python3\n42 True\n"
+                             + "['/usr/local/bin/python', '/usr/local/bin/python3', '/usr/local/bin/python3.12']\n",
+                     r.json().get("stdout").asText(), r.toString());
+    }
+
     @Test
     void filesGoInAndComeBack() {
         String csv = "name,qty\nwidget,2\n";
