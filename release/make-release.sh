@@ -3,7 +3,9 @@
 # The images are those `make images` built into the OCI layout ($SANDBOXD_CACHE/oci); each is copied as it is
 # (same manifest, same digest) into an OCI archive named by the release's repository and tag.
 #
-#   images/<name>.oci.tar     sandboxd, snippet-sandbox, agent-base (the tool runner for agents' images), egress-proxy
+#   images/<name>.oci.tar     sandboxd, snippet-sandbox (with numpy, pandas, matplotlib: the chart's default, D16),
+#                             snippet-sandbox-minimal (Python alone), agent-base (the tool runner for agents' images),
+#                             egress-proxy
 #   images.txt                "<name> <repository>@<digest> <tag> <archive>" per image
 #   sbom/<name>.cdx.json      CycloneDX 1.6 bill of materials per image (release/sbom.py)
 #   signatures/<name>.manifest.json, <name>.sig   the manifest and its simple-signing signature (skopeo standalone-sign)
@@ -26,7 +28,7 @@ case $out in /*) ;; *) out=$repo/$out ;; esac
 version=${RELEASE_VERSION:-$(sed -n '0,/<version>/s:.*<version>\(.*\)</version>.*:\1:p' "$repo/pom.xml")}
 prefix=${RELEASE_REPOSITORY:-sandboxd.local}
 prefix=${prefix%/}
-images=(sandboxd snippet-sandbox agent-base egress-proxy)   # tags in the OCI layout, and the images' names in the release
+images=(sandboxd snippet-sandbox snippet-sandbox-minimal agent-base egress-proxy)   # tags in the OCI layout, and the images' names in the release
 MVN=${MVN:-mvn -B -ntp -Dstyle.color=never}
 
 log() { echo "[release] $*"; }

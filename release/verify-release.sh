@@ -66,7 +66,7 @@ while read -r name ref tag archive; do
   repo_of[$name]=$repository; digest_of[$name]=$digest
   ok "$name $repository:$tag @ $digest: archive, signature, bill of materials"
 done < "$dir/images.txt"
-for name in sandboxd snippet-sandbox agent-base egress-proxy; do [ -n "${digest_of[$name]:-}" ] || die "images.txt lacks $name"; done
+for name in sandboxd snippet-sandbox snippet-sandbox-minimal agent-base egress-proxy; do [ -n "${digest_of[$name]:-}" ] || die "images.txt lacks $name"; done
 
 # 3. the chart's provenance
 chart=$(ls "$dir"/sandboxd-*.tgz)

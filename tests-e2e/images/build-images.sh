@@ -10,6 +10,7 @@ repo=$(cd "$here/../.." && pwd)
 cache=${SANDBOXD_CACHE:-/var/cache/sandboxd}
 out=$cache/images
 layout=$cache/oci
+wheels=$cache/wheels   # wheels fetched once from PyPI (or built here), kept for rebuilds without a network
 java_home=${SANDBOXD_IMAGE_JDK:-${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}}
 mkdir -p "$out"
 # One build at a time writes the OCI layout and the archives (make up, make reload and make release may overlap).
@@ -90,7 +91,8 @@ derive() { # BASE TAG DIR CONFIG-ARGS...
   local base=$1 tag=$2 dir=$3; shift 3
   local key
   key=$( (cd "$dir" && find . -type f -print0 | sort -z | xargs -0 sha256sum; echo "$* $(stamp_of "$base")") | sha256sum | cut -c1-16)
-  if [ "$(stamp_of "$tag")" = "$key" ] && has_tag "$tag" && [ -f "$out/$tag.tar" ]; then
+  # (a layer only other images build on, as sandboxd-jre, has no archive of its own)
+  if [ "$(stamp_of "$tag")" = "$key" ] && has_tag "$tag" && { [ -f "$out/$tag.tar" ] || [ "$tag" = sandboxd-jre ]; }; then
     log "$tag up to date"; return 1
   fi
   log "building $tag"
@@ -170,20 +172,80 @@ ssl.create_default_context()' \
   set_stamp python312 "$py_key"
 fi
 
-# --- snippet sandbox: the executor -----------------------------------------------------------------
+# --- the data libraries of the default snippet sandbox (D16): numpy, pandas, matplotlib ---------------------------
+# cp312 wheels pinned in snippet-data/requirements.txt, fetched once into $wheels/snippet-data and installed from
+# there with no index (a rebuild needs no network) into the interpreter's own site-packages (the zygote runs with -I,
+# which ignores PYTHONPATH). Compiled by the image's python (unchecked-hash .pyc). Matplotlib's font list is built
+# here, once, at /opt/sandboxd/matplotlib: the executor copies it into each run's MPLCONFIGDIR (its temp directory),
+# so no run pays the font scan. Checked as a sandbox runs it: a uid without a passwd entry draws a chart with pandas.
+data_src=$here/snippet-data
+data_target=(--python-version 3.12 --implementation cp --abi cp312 --platform manylinux_2_28_x86_64
+  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --only-binary=:all:)
+data_key=$( (sha256sum < "$data_src/requirements.txt"; echo "${data_target[*]} $(stamp_of python312) v1") | sha256sum | cut -c1-16)
+if [ "$(stamp_of snippet-data-libs)" = "$data_key" ] && has_tag snippet-data-libs; then
+  log "snippet-data-libs up to date"
+else
+  log "building snippet-data-libs (numpy, pandas, matplotlib for python 3.12)"
+  data_wheels=$wheels/snippet-data; mkdir -p "$data_wheels"
+  umoci unpack --image "$layout:python312" "$stage/python312-bundle" >/dev/null
+  data_root=$stage/python312-bundle/rootfs
+  site=/opt/python3.12/lib/python3.12/site-packages
+  install=(python3 -m pip -q --disable-pip-version-check install --no-index --find-links "$data_wheels" "${data_target[@]}"
+    --no-compile --no-deps --ignore-requires-python --root-user-action=ignore --target "$stage/data-site" \
+    -r "$data_src/requirements.txt")   # (Requires-Python: pip checks the host's 3.11 at install, whatever the target)
+  if ! "${install[@]}" 2>/dev/null; then
+    python3 -m pip -q --disable-pip-version-check download "${data_target[@]}" --no-deps -d "$data_wheels" \
+      -r "$data_src/requirements.txt"
+    rm -rf "$stage/data-site"; "${install[@]}"
+  fi
+  rm -rf "$stage/data-site/bin"   # console scripts naming the host's interpreter
+  cp -a "$stage/data-site/." "$data_root$site/"
+  mkdir -p "$data_root/opt/sandboxd/matplotlib"
+  in_data_root() { unshare --fork --pid --mount-proc="$data_root/proc" chroot "$@"; }
+  in_data_root "$data_root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin /usr/local/bin/python3 \
+    -m compileall -q --invalidation-mode unchecked-hash "$site" >/dev/null
+  in_data_root "$data_root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin MPLCONFIGDIR=/opt/sandboxd/matplotlib \
+    /usr/local/bin/python3 -c 'import matplotlib.font_manager'
+  chmod -R go=rX "$data_root/opt/sandboxd/matplotlib"
+  in_data_root --userspec=1234567:1234567 "$data_root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin \
+    PYTHONDONTWRITEBYTECODE=1 MPLCONFIGDIR=/tmp MPLBACKEND=Agg HOME=/tmp python3 -c 'import io, numpy, pandas
+import matplotlib.pyplot as plt
+pandas.DataFrame({"x": numpy.arange(5), "y": numpy.arange(5) ** 2}).plot(x="x", y="y")
+png = io.BytesIO(); plt.savefig(png, format="png")
+assert png.getvalue().startswith(b"\x89PNG"), "no PNG"' \
+    || { echo "numpy, pandas and matplotlib do not run in the snippet image's root: see above" >&2; exit 1; }
+  mkdir -p "$stage/data-layer$site" "$stage/data-layer/opt/sandboxd"
+  cp -a "$data_root$site/." "$stage/data-layer$site/"
+  cp -a "$data_root/opt/sandboxd/matplotlib" "$stage/data-layer/opt/sandboxd/"
+  find "$stage/data-layer" -exec touch -h -d @315532800 {} +
+  rm -rf "$stage/python312-bundle" "$stage/data-site"
+  umoci rm --image "$layout:snippet-data-libs" 2>/dev/null || true
+  umoci tag --image "$layout:python312" snippet-data-libs
+  umoci insert --image "$layout:snippet-data-libs" "$stage/data-layer" / >/dev/null
+  rm -rf "$stage/data-layer"
+  set_stamp snippet-data-libs "$data_key"
+fi
+
+# --- snippet sandboxes: the executor, on the data libraries (the default, D16) and on Python alone (minimal) ------
 mkdir -p "$stage/snippet/opt/sandboxd/probe"
 # -L: sandbox_executor/podguard.py is a link to crusoe_adk/podguard.py (one source); the image gets the file.
 cp -rL "$repo/toolrunner/sandbox_executor" "$stage/snippet/opt/sandboxd/"
 cp "$repo/toolrunner/probe/sandbox_probe.py" "$repo/toolrunner/probe/isolation_gate.py" "$repo/toolrunner/probe/channels.py" "$stage/snippet/opt/sandboxd/probe/"
 find "$stage/snippet" -name __pycache__ -prune -exec rm -rf {} +
-derive python312 snippet-sandbox "$stage/snippet" --config.env PYTHONPATH=/opt/sandboxd \
-  --config.cmd python3 --config.cmd=-m --config.cmd sandbox_executor && export_image snippet-sandbox sandboxd.local/snippet-sandbox:dev
+snippet_config=(--config.env PYTHONPATH=/opt/sandboxd --config.cmd python3 --config.cmd=-m --config.cmd sandbox_executor)
+# The data image's matplotlib backend (figures.py), where the zygote and MPLBACKEND find it: the interpreter's site.
+cp -a "$stage/snippet" "$stage/snippet-data"
+mkdir -p "$stage/snippet-data/opt/python3.12/lib/python3.12/site-packages"
+cp "$repo/toolrunner/sandbox_executor/figures.py" "$stage/snippet-data/opt/python3.12/lib/python3.12/site-packages/sandboxd_figures.py"
+derive snippet-data-libs snippet-sandbox "$stage/snippet-data" "${snippet_config[@]}" \
+  && export_image snippet-sandbox sandboxd.local/snippet-sandbox:dev
+derive python312 snippet-sandbox-minimal "$stage/snippet" "${snippet_config[@]}" \
+  && export_image snippet-sandbox-minimal sandboxd.local/snippet-sandbox-minimal:dev
 
 # --- the crusoe-adk wheel: the client and the tool runner, the package of toolrunner/pyproject.toml -----------
 # Standard library only, pure Python. Built from a copy (no build/ lands in the working tree), reproducibly
 # (SOURCE_DATE_EPOCH), without build isolation when the host has setuptools and wheel (offline), else pip gets
 # setuptools. Agent images install it (toolrunner/Dockerfile.agent); make release ships it.
-wheels=$cache/wheels
 pkg_src=$stage/crusoe-adk-src; mkdir -p "$pkg_src"
 cp -r "$repo/toolrunner/pyproject.toml" "$repo/toolrunner/README.md" "$repo/toolrunner/crusoe_adk" "$repo/toolrunner/crusoe_core" "$pkg_src/"
 find "$pkg_src" -name __pycache__ -prune -exec rm -rf {} +

@@ -4,6 +4,7 @@ import binascii
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -114,6 +115,22 @@ def is_utf8_string(value) -> TypeGuard[str]:
     return True
 
 
+# The data image's matplotlib font list, built with the image (D16); absent from the minimal image.
+MATPLOTLIB_FONT_LIST = "/opt/sandboxd/matplotlib"
+
+
+def figure_environment(tmpdir, settings, font_list=MATPLOTLIB_FONT_LIST):
+    """What matplotlib needs in the snippet's environment, when the image has it: the backend that returns figures
+    as files (figures.py), with the run's file caps it keeps; a config and cache directory in the temp directory
+    (not the working directory, whose files are results), seeded with the image's font list so no run scans fonts."""
+    if not os.path.isdir(font_list):
+        return {}
+    config = os.path.join(tmpdir, "matplotlib")
+    shutil.copytree(font_list, config)
+    return {"MPLBACKEND": "module://sandboxd_figures", "MPLCONFIGDIR": config,
+            "SANDBOX_MAX_FILES_BYTES": str(settings.max_files_bytes), "SANDBOX_MAX_FILES": str(settings.max_files)}
+
+
 class Executor:
     """Owns the working directory and the interpreter; enforces one run per pod unless in a session."""
 
@@ -128,7 +145,7 @@ class Executor:
         # Built from nothing, never copied from ours: the interpreter is exec'd with exactly this
         # environment (and none of this process's memory), so the pod secret cannot reach a snippet.
         env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-               "HOME": self.workdir, "TMPDIR": tmpdir, "LANG": "C.UTF-8"}
+               "HOME": self.workdir, "TMPDIR": tmpdir, "LANG": "C.UTF-8", **figure_environment(tmpdir, settings)}
         self.interpreter = Interpreter(self.workdir, env, settings.session)
         self._claim_lock = threading.Lock()
         self._session_lock = threading.Lock()

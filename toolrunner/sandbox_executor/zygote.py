@@ -74,10 +74,24 @@ def main():
         set_dumpable(True)  # holds nothing of the executor's any more: fds 1 and 2 are the run's pipes
         filename = "<snippet>" if run_number == 1 else f"<snippet {run_number}>"
         exit_code = run_snippet(source, filename, namespace)
+        save_open_figures()
         if not session:
             exit_at_once(exit_code)
         detach_output()
         control.sendall(b"exit %d\n" % exit_code)
+
+
+def save_open_figures():
+    """Figures the run left open come back as files (figures.py, in the data image as `sandboxd_figures`): only
+    when the snippet used pyplot, so a run without charts pays nothing and the minimal image needs no matplotlib."""
+    if "matplotlib.pyplot" not in sys.modules:
+        return
+    try:
+        import sandboxd_figures  # type: ignore[import-not-found]  # the data image's site-packages
+
+        sandboxd_figures.save_open_figures()
+    except Exception as error:  # noqa: BLE001 - the snippet's figures, state and backend: reported, never fatal
+        print(f"sandboxd: the open figures could not be saved: {type(error).__name__}: {error}", file=sys.stderr)
 
 
 def new_main_module():

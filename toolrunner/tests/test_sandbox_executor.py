@@ -430,3 +430,20 @@ while True:
         if executor_pid and process_alive(executor_pid):
             os.kill(executor_pid, signal.SIGKILL)  # killing a namespace's PID 1 ends all of it
         shutil.rmtree(workdir)
+
+
+def test_matplotlib_gets_its_backend_caps_and_a_seeded_config_dir_only_where_the_image_has_it(tmp_path):
+    from sandbox_executor.server import Settings, figure_environment
+
+    settings = Settings(port=0, workdir=str(tmp_path), max_output_bytes=1, max_files_bytes=4096, max_files=7,
+                        session=False)
+    assert figure_environment(str(tmp_path / "tmp"), settings, font_list=str(tmp_path / "absent")) == {}
+
+    font_list = tmp_path / "font-list"
+    font_list.mkdir()
+    (font_list / "fontlist-v390.json").write_text("{}")
+    (tmp_path / "tmp").mkdir()
+    env = figure_environment(str(tmp_path / "tmp"), settings, font_list=str(font_list))
+    assert env == {"MPLBACKEND": "module://sandboxd_figures", "MPLCONFIGDIR": str(tmp_path / "tmp" / "matplotlib"),
+                   "SANDBOX_MAX_FILES_BYTES": "4096", "SANDBOX_MAX_FILES": "7"}
+    assert (tmp_path / "tmp" / "matplotlib" / "fontlist-v390.json").read_text() == "{}"
