@@ -71,6 +71,38 @@ class DataWorkIT {
                           files.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue().length).toList());
     }
 
+    /**
+     * What importing the libraries costs a run in a warm pod, and the memory they hold (D16's "not imported ahead"
+     * rests on these figures, printed for each runtime): three runs, each in a fresh pod.
+     */
+    @Test
+    void whatTheImportsCostARunIsPrinted() {
+        String code = """
+                import resource, time
+                def cpu():
+                    usage = resource.getrusage(resource.RUSAGE_SELF)
+                    return usage.ru_utime + usage.ru_stime
+                c0, t0 = cpu(), time.perf_counter()
+                import numpy, pandas
+                import matplotlib.pyplot as plt
+                c1, t1 = cpu(), time.perf_counter()
+                plt.plot([1, 2]); plt.savefig("chart.png")
+                t2 = time.perf_counter()
+                rss = next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1]
+                print(f"{t1 - t0:.2f} {c1 - c0:.2f} {t2 - t1:.2f} {int(rss) // 1024}")
+                """;
+        java.util.List<String> runs = new java.util.ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            ApiResponse r = sandboxd.execute(Map.of("code", code));
+            assertEquals(200, r.status(), r.toString());
+            assertEquals(0, r.json().path("exit_code").asInt(), r.toString());
+            assertTrue(r.json().path("stdout").asText().matches("[0-9.]+ [0-9.]+ [0-9.]+ [0-9]+\n"), r.toString());
+            runs.add(r.json().path("stdout").asText().strip());
+        }
+        System.out.printf("[data] %s, three runs in fresh pods, each \"import numpy, pandas, pyplot: wall s, cpu s; "
+                                  + "first chart s; RSS MiB\": %s%n", io.sandboxd.e2e.support.Env.runtimeName(), runs);
+    }
+
     @Test
     void figuresStayWithinTheRunsFileCapsAndWhatIsLeftOutIsSaid() {
         // Files that leave less room than a chart takes: the chart is left out, with a line on stderr, not a 502.
