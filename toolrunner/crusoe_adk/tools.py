@@ -27,10 +27,11 @@ MAX_ERROR_BODY_BYTES = 65536
 
 
 def run_python(code: str) -> str:
-    """Run Python 3 code in a fresh, isolated sandbox and return its stdout, stderr and exit code.
+    """Run Python 3.12 code in a fresh, isolated sandbox and return its stdout, stderr and exit code.
 
-    Print what you want to see. The sandbox has only the standard library and no network, and the
-    run is killed after CODE_INTERPRETER_TIMEOUT_S seconds (default 20).
+    Print what you want to see. The sandbox has no network and, unless the platform chose its minimal
+    image, numpy, pandas and matplotlib; the run is killed after CODE_INTERPRETER_TIMEOUT_S seconds
+    (default 20).
     """
     body: dict[str, Any] = {"language": "python", "code": code, "timeout_s": interpreter_timeout_s()}
     session_id = conversation_session_id()

@@ -3,6 +3,8 @@ called) answers with a ```python block, and crusoe_adk.SandboxdCodeExecutor runs
 
     check_adk_code_executor(base_url, token_headers)           one turn: print(6 * 7) must come back as 42
     check_adk_code_executor_stateful(base_url, token_headers)  stateful=True, two turns: x = 6 * 7, then print(x)
+    check_adk_code_executor_chart(base_url, token_headers)     a matplotlib chart left open comes back as an output
+                                                               file, kept by ADK as an image/png artifact (D16)
 
 `token_headers` is what crusoe_core.adapter.internal_caller_headers() gives an agent:
 {"Authorization": "Bearer <project token>"}. Each check returns {"name", "ok", "detail"} and never raises;
@@ -15,7 +17,9 @@ APP = "adk-code-executor-check"
 # The code never contains the marker: it can only come from the code having run.
 TURNS_ONE = [("compute", "print(6 * 7)")]
 TURNS_STATEFUL = [("set", "x = 6 * 7"), ("show", "print(x)")]
+TURNS_CHART = [("chart", "import matplotlib.pyplot as plt\nplt.plot([1, 2, 4])\nprint(6 * 7)")]
 MARKER = "42"
+CHART = ("figure-1.png", "image/png")
 
 
 def check_adk_code_executor(base_url: str, token_headers: dict) -> dict:
@@ -29,19 +33,30 @@ def check_adk_code_executor_stateful(base_url: str, token_headers: dict) -> dict
     return _check("adk-code-executor-stateful", base_url, token_headers, TURNS_STATEFUL, stateful=True)
 
 
-def _check(name, base_url, token_headers, turns, stateful):
+def check_adk_code_executor_chart(base_url: str, token_headers: dict) -> dict:
+    """A chart the code block leaves open comes back as one of the run's output files, which ADK keeps as an
+    artifact of the session with its MIME type."""
+    return _check("adk-code-executor-chart", base_url, token_headers, TURNS_CHART, stateful=False, artifact=CHART)
+
+
+def _check(name, base_url, token_headers, turns, stateful, artifact=None):
     try:
-        outputs = _run(_run_turns(base_url, token_headers, turns, stateful))
+        outputs, artifacts = _run(_run_turns(base_url, token_headers, turns, stateful))
     except Exception as error:  # noqa: BLE001 - a check reports, it does not raise
         return {"name": name, "ok": False, "detail": f"{type(error).__name__}: {error}"}
     ok = (len(outputs) == len(turns) and all(outcome == "OUTCOME_OK" for outcome, _output in outputs)
-          and f"\n{MARKER}\n" in outputs[-1][1])  # the printed line itself
+          and f"\n{MARKER}\n" in outputs[-1][1]  # the printed line itself
+          and (artifact is None or artifacts.get(artifact[0]) == artifact[1]))
     shown = "; ".join(f"{outcome}: {_squashed(output)}" for outcome, output in outputs) or "no code execution result"
+    if artifact:
+        shown += f"; artifacts {artifacts}"
     how = "one interpreter across two turns" if stateful else "a single-use sandbox"
     if ok:
         detail = f"ADK ran the model's code blocks in sandboxd ({how}) and got {MARKER} back: {shown}"
     else:
-        detail = f"expected {len(turns)} successful code execution result(s), the last with {MARKER}; got {shown}"
+        wanted = f" and the artifact {artifact[0]} ({artifact[1]})" if artifact else ""
+        detail = (f"expected {len(turns)} successful code execution result(s), the last with {MARKER}{wanted}; "
+                  f"got {shown}")
     return {"name": name, "ok": ok, "detail": detail}
 
 
@@ -62,7 +77,8 @@ def _run(coroutine):
 
 
 async def _run_turns(base_url, token_headers, turns, stateful):
-    """[(outcome, output)] of every code execution result in the events of the turns, in order."""
+    """[(outcome, output)] of every code execution result in the events of the turns, in order, and
+    {artifact name: MIME type} of the session's artifacts (the runs' output files) afterwards."""
     from google.adk.agents import LlmAgent
     from google.adk.runners import InMemoryRunner
     from google.genai import types
@@ -83,7 +99,12 @@ async def _run_turns(base_url, token_headers, turns, stateful):
                 if part.code_execution_result:
                     outcome = part.code_execution_result.outcome
                     results.append((getattr(outcome, "name", str(outcome)), part.code_execution_result.output or ""))
-    return results
+    artifacts = {}
+    scope = {"app_name": APP, "user_id": "check", "session_id": session.id}
+    for key in await runner.artifact_service.list_artifact_keys(**scope):
+        part = await runner.artifact_service.load_artifact(filename=key, **scope)
+        artifacts[key] = part.inline_data.mime_type if part is not None and part.inline_data else None
+    return results, artifacts
 
 
 def _scripted_model(code_for, executor):

@@ -19,7 +19,7 @@ its environment's site on PYTHONPATH; other entries of PYTHONPATH are kept.
                             header): initialize (Mcp-Session-Id), tools/list (both tools with input schemas),
                             run_python print(6*7) -> 42, run_python_session x = 41 then print(x+1) -> 42, another
                             session does not see x, the client's exit DELETEs the session, after which its id is
-                            404 or has lost x
+                            404 or has lost x; a matplotlib chart left open comes back as an image/png block
     mcp-sdk-v1              the same with the SDK 1.x that langchain-mcp-adapters installs
     openai-agents           agents.mcp.MCPServerStreamableHttp: list_tools, call_tool (both tools), and the tool as
                             an agent sees it (MCPUtil.to_function_tool, MCPUtil.invoke_mcp_tool)
@@ -29,10 +29,12 @@ its environment's site on PYTHONPATH; other entries of PYTHONPATH are kept.
                             declaration, run_async with a minimal ToolContext (both tools)
     adk-code-executor       adk_executor_check.check_adk_code_executor(base URL, bearer headers): ADK's code
     adk-code-executor-stateful   executor loop through sandboxd's REST API (crusoe_adk.SandboxdCodeExecutor)
+    adk-code-executor-chart      the same, a chart left open coming back as an image/png artifact
 
 MCP_CLIENTS_CHECKS=name,name runs only those.
 """
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -49,6 +51,8 @@ KILL_GRACE_S = 20
 
 CODE_42 = "print(6*7)"
 SET_X, SHOW_X = "x = 41", "print(x+1)"
+# A chart left open: it comes back as an image content block (D16).
+CHART = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 4])"
 
 
 def url():
@@ -190,6 +194,11 @@ async def mcp_sdk_steps(http, seen, offered, mcp_version):
                 expect(not first[2] and first[1] and first[1].get("exit_code") == 0,
                        f"run_python_session {SET_X!r} failed: {first[0][:300]!r}")
                 check_run_result("run_python_session", *await run(session, "run_python_session", SHOW_X))
+                chart = await session.call_tool("run_python", {"code": CHART})
+                images = [c for c in field(chart, "content") or [] if field(c, "type") == "image"]
+                expect(len(images) == 1 and field(images[0], "mime_type", "mimeType") == "image/png"
+                       and base64.b64decode(field(images[0], "data"))[:8] == b"\x89PNG\r\n\x1a\n",
+                       f"run_python's chart came back as no PNG image block: {field(chart, 'content')!r}"[:600])
         initialize = [s for s in seen if s[1] == "initialize"]
         expect(initialize and initialize[0][4], f"initialize answered without Mcp-Session-Id: {seen}")
         session_id = initialize[0][4]
@@ -229,7 +238,7 @@ async def mcp_sdk_steps(http, seen, offered, mcp_version):
     return (f"mcp {mcp_version}: initialize -> protocol {protocol} (client offered "
             f"{offered[0] if offered else '?'}), Mcp-Session-Id received and sent back on {len(later)} requests; "
             f"notifications/initialized -> {notes}; GET stream -> {gets or 'not tried'}; tools {names}; "
-            f"run_python -> 42; run_python_session x=41, x+1 -> 42, not visible from a new session; "
+            f"run_python -> 42, a chart -> an image/png block; run_python_session x=41, x+1 -> 42, not visible from a new session; "
             f"DELETE -> {deletes[0][2]}; the deleted id then -> {ended}")
 
 
@@ -378,6 +387,7 @@ CHECKS = {
     "adk-mcp-toolset": ("main", check_adk_toolset),
     "adk-code-executor": ("main", executor_check("check_adk_code_executor")),
     "adk-code-executor-stateful": ("main", executor_check("check_adk_code_executor_stateful")),
+    "adk-code-executor-chart": ("main", executor_check("check_adk_code_executor_chart")),
 }
 
 

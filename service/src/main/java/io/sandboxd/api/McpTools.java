@@ -59,14 +59,16 @@ final class McpTools {
      */
     List<SyncToolSpecification> specifications() {
         return List.of(
-                tool(RUN_PYTHON, "Run Python 3 code in a fresh, isolated, single-use sandbox and return its stdout, "
-                        + "stderr and exit code. Print what you want to see. The sandbox has only the standard library "
-                        + "and no network; files given are written to its working directory and files it leaves there "
-                        + "come back.", false),
-                tool(RUN_PYTHON_SESSION, "Run Python 3 code in this MCP session's own isolated interpreter: "
-                        + "variables, imports and files persist from one call to the next within the session, never "
-                        + "beyond it. The interpreter is destroyed when the session ends, goes idle or reaches its "
-                        + "lifetime. No network, standard library only.", true));
+                tool(RUN_PYTHON, "Run Python 3.12 code in a fresh, isolated, single-use sandbox and return its "
+                        + "stdout, stderr and exit code. Print what you want to see. No network; numpy, pandas and "
+                        + "matplotlib unless this install chose the minimal image. Files given are written to its "
+                        + "working directory and files it leaves there come back; a matplotlib figure shown or left "
+                        + "open comes back as a PNG image.", false),
+                tool(RUN_PYTHON_SESSION, "Run Python 3.12 code in this MCP session's own isolated interpreter: "
+                        + "variables (DataFrames too), imports and files persist from one call to the next within the "
+                        + "session, never beyond it. The interpreter is destroyed when the session ends, goes idle or "
+                        + "reaches its lifetime. No network; numpy, pandas and matplotlib unless this install chose "
+                        + "the minimal image; figures come back as PNG images.", true));
     }
 
     private SyncToolSpecification tool(String name, String description, boolean inSession) {
@@ -102,9 +104,10 @@ final class McpTools {
                 ExecuteRequest run = execution.parse(body);
                 ExecuteResponse response = execution.run(call, caller, requestId, run,
                                                          inSession ? session : Optional.empty(), replyRoom);
-                return McpSchema.CallToolResult.builder()
-                        .addTextContent(text(response))
-                        .structuredContent(ApiJson.MAPPER.convertValue(response, Map.class))
+                McpSchema.CallToolResult.Builder result = McpSchema.CallToolResult.builder()
+                        .addTextContent(text(response));
+                Pictures.of(response.files()).forEach(result::addContent); // the charts it drew, seen (D16)
+                return result.structuredContent(ApiJson.MAPPER.convertValue(response, Map.class))
                         .isError(false)
                         .build();
             } catch (RuntimeException e) {
