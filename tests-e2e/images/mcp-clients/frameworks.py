@@ -238,7 +238,8 @@ async def mcp_sdk_steps(http, seen, offered, mcp_version):
     return (f"mcp {mcp_version}: initialize -> protocol {protocol} (client offered "
             f"{offered[0] if offered else '?'}), Mcp-Session-Id received and sent back on {len(later)} requests; "
             f"notifications/initialized -> {notes}; GET stream -> {gets or 'not tried'}; tools {names}; "
-            f"run_python -> 42, a chart -> an image/png block; run_python_session x=41, x+1 -> 42, not visible from a new session; "
+            f"run_python -> 42, a chart -> an image/png block; run_python_session x=41, x+1 -> 42, not visible from "
+            f"a new session; "
             f"DELETE -> {deletes[0][2]}; the deleted id then -> {ended}")
 
 
