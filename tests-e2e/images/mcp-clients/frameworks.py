@@ -30,6 +30,7 @@ its environment's site on PYTHONPATH; other entries of PYTHONPATH are kept.
     adk-code-executor       adk_executor_check.check_adk_code_executor(base URL, bearer headers): ADK's code
     adk-code-executor-stateful   executor loop through sandboxd's REST API (crusoe_adk.SandboxdCodeExecutor)
     adk-code-executor-chart      the same, a chart left open coming back as an image/png artifact
+    adk-code-executor-data-file  optimize_data_file: ADK's pandas exploration of an attached CSV, then the model's code
 
 MCP_CLIENTS_CHECKS=name,name runs only those.
 """
@@ -389,6 +390,7 @@ CHECKS = {
     "adk-code-executor": ("main", executor_check("check_adk_code_executor")),
     "adk-code-executor-stateful": ("main", executor_check("check_adk_code_executor_stateful")),
     "adk-code-executor-chart": ("main", executor_check("check_adk_code_executor_chart")),
+    "adk-code-executor-data-file": ("main", executor_check("check_adk_code_executor_data_file")),
 }
 
 

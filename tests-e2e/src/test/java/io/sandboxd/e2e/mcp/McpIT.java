@@ -101,7 +101,8 @@ class McpIT {
         }
         assertTrue(failed.isEmpty(), "checks failed: " + failed + "\n" + log);
         for (String framework : List.of("mcp-sdk", "openai-agents", "langchain-mcp-adapters", "adk-mcp-toolset",
-                                        "adk-code-executor", "adk-code-executor-chart")) {
+                                        "adk-code-executor", "adk-code-executor-chart",
+                                        "adk-code-executor-data-file")) {
             assertTrue(passed.stream().anyMatch(p -> p.startsWith(framework)), framework + " did not run:\n" + log);
         }
         assertEquals("Succeeded", done.getStatus().getPhase(), log);
