@@ -45,11 +45,12 @@ lint: ## ruff and mypy on toolrunner/ (their venv: /var/cache/sandboxd/lint-venv
 docs: ## regenerate the chart README's values reference (helm-docs, built once from the Go module proxy) and values.schema.json's descriptions from values.yaml
 	bash charts/helm-docs.sh
 
-unit-test: ## unit tests: service, policies + chart, egress proxy, toolrunner, toolrunner with Google ADK; the formatter check on every Java module
+unit-test: ## unit tests: service, policies + chart, egress proxy, toolrunner (on CPython 3.11 to 3.14), toolrunner with Google ADK; the formatter check on every Java module
 	$(MVN) -pl service,policies -am install
 	cd egress-proxy && mkdir -p target && go test ./... 2>&1 | tee target/go-test.log  # the log: for .ci/failures.py
 	$(MVN) -pl tests-e2e validate  # the formatter check (spotless:check at validate) for the e2e suite's Java too
 	cd toolrunner && python3 -m pytest -q --junitxml=target/pytest.xml
+	bash toolrunner/python-versions.sh  # the tool runner's tests on CPython 3.12, 3.13 and 3.14 too
 	$(MAKE) --no-print-directory adk-test
 
 adk-test: ## tool relocation with a real Google ADK agent (its venv: /var/cache/sandboxd/adk-venv, made once)

@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(etcd-server containerd runc containernetworking-plugins iptables ipset conntrack socat python3-seccomp
       iproute2 nftables debootstrap umoci skopeo jq curl ca-certificates procps psmisc python3 libseccomp2
-      buildah gnupg)
+      buildah gnupg unzip)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
