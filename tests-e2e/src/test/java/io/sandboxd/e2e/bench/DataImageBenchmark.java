@@ -36,6 +36,9 @@ class DataImageBenchmark {
     private static final int POD_STARTS = Integer.getInteger("bench.data.podStarts", 4);
     private static final int RUNS = Integer.getInteger("bench.data.runs", 15);
     private static final String MINIMAL = "sandboxd.local/snippet-sandbox-minimal:dev";
+    /** More images to start the same way, for comparison (-Dbench.data.moreImages=a,b). */
+    private static final List<String> MORE_IMAGES = List.of(System.getProperty("bench.data.moreImages", "").split(","))
+            .stream().filter(s -> !s.isBlank()).toList();
     private static final String CHART_RUN = """
             import pandas as pd
             import matplotlib.pyplot as plt
@@ -60,6 +63,9 @@ class DataImageBenchmark {
                 String dataImage = defaults.snippet().image();
                 starts.put(runtime + " minimal", podStarts(sandboxd.k8s(), runtimeClass, MINIMAL));
                 starts.put(runtime + " data", podStarts(sandboxd.k8s(), runtimeClass, dataImage));
+                for (String image : MORE_IMAGES) {
+                    podStarts(sandboxd.k8s(), runtimeClass, image); // printed as it ends
+                }
                 runs.put(runtime, chartRuns(sandboxd));
             }
         } finally {
