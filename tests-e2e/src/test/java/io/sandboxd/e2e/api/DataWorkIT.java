@@ -37,6 +37,14 @@ class DataWorkIT {
         sandboxd = Sandboxd.get();
     }
 
+    /** The contract's language on this runtime too (ExecuteIT says more of the interpreter, under runc). */
+    @Test
+    void theLanguageIsPython312OnThisRuntime() {
+        ApiResponse r = sandboxd.execute(Map.of("code", "import sys\nprint(sys.version_info[:2])"));
+        assertEquals(200, r.status(), r.toString());
+        assertEquals("(3, 12)\n", r.json().path("stdout").asText(), r.toString());
+    }
+
     @Test
     void aChartShownOrLeftOpenComesBackAsAPngBesideTheFilesTheCodeSaved() {
         String code = """
