@@ -63,7 +63,18 @@ set_stamp() { mkdir -p "$cache/stamps"; echo "$2" > "$cache/stamps/$1"; }
 export_image() { # TAG NAME
   skopeo copy -q "oci:$layout:$1" "docker-archive:$out/$1.tar.tmp:$2" >/dev/null
   mv "$out/$1.tar.tmp" "$out/$1.tar"
+  set_stamp "$1.exported" yes   # from now on this tag is up to date only with its archive
   log "exported $2 -> $out/$1.tar"
+}
+
+# in_root ROOT [--as-sandbox] COMMAND...: COMMAND in a chroot of ROOT with an empty environment but PATH, as a
+# container has it: with /proc (the loader reads /proc/self/exe for the $ORIGIN of libpython's RUNPATH) and a pid
+# namespace of its own; --as-sandbox: as a uid with no passwd entry, as a sandbox runs.
+in_root() {
+  local root=$1 user=(); shift
+  if [ "$1" = --as-sandbox ]; then user=(--userspec=1234567:1234567); shift; fi
+  unshare --fork --pid --mount-proc="$root/proc" chroot "${user[@]}" "$root" \
+    /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin "$@"
 }
 
 # base_layer TAG ROOTFS_TAR: TAG is the rootfs as one layer, with the images' common config; rebuilt when the tar is.
@@ -91,8 +102,8 @@ derive() { # BASE TAG DIR CONFIG-ARGS...
   local base=$1 tag=$2 dir=$3; shift 3
   local key
   key=$( (cd "$dir" && find . -type f -print0 | sort -z | xargs -0 sha256sum; echo "$* $(stamp_of "$base")") | sha256sum | cut -c1-16)
-  # (a layer only other images build on, as sandboxd-jre, has no archive of its own)
-  if [ "$(stamp_of "$tag")" = "$key" ] && has_tag "$tag" && { [ -f "$out/$tag.tar" ] || [ "$tag" = sandboxd-jre ]; }; then
+  if [ "$(stamp_of "$tag")" = "$key" ] && has_tag "$tag" \
+    && { [ "$(stamp_of "$tag.exported")" != yes ] || [ -f "$out/$tag.tar" ]; }; then
     log "$tag up to date"; return 1
   fi
   log "building $tag"
@@ -156,10 +167,7 @@ print("OPENSSL_VERSION=" + ".".join(map(str, ssl.OPENSSL_VERSION_INFO[:3])))'
   find "$py" -exec touch -h -d @315532800 {} +
   check=$stage/python312-check; mkdir -p "$check"
   tar -C "$check" -xf "$snippet_rootfs_tar"; chmod 755 "$check"; cp -a "$py/." "$check/"
-  # (with /proc, as in a container: the loader reads /proc/self/exe for the $ORIGIN of libpython's RUNPATH)
-  unshare --fork --pid --mount-proc="$check/proc" chroot --userspec=1234567:1234567 "$check" \
-    /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 \
-    python3 -c 'import sys, ssl, ctypes, sqlite3, lzma, bz2, zlib, uuid, readline, curses, decimal, json, venv
+  in_root "$check" --as-sandbox PYTHONDONTWRITEBYTECODE=1 python3 -c 'import sys, ssl, ctypes, sqlite3, lzma, bz2, zlib, uuid, readline, curses, decimal, json, venv
 assert sys.version_info[:2] == (3, 12), sys.version
 assert ctypes.CDLL(None).getpid() > 0
 ssl.create_default_context()' \
@@ -201,14 +209,10 @@ else
   rm -rf "$stage/data-site/bin"   # console scripts naming the host's interpreter
   cp -a "$stage/data-site/." "$data_root$site/"
   mkdir -p "$data_root/opt/sandboxd/matplotlib"
-  in_data_root() { unshare --fork --pid --mount-proc="$data_root/proc" chroot "$@"; }
-  in_data_root "$data_root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin /usr/local/bin/python3 \
-    -m compileall -q --invalidation-mode unchecked-hash "$site" >/dev/null
-  in_data_root "$data_root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin MPLCONFIGDIR=/opt/sandboxd/matplotlib \
-    /usr/local/bin/python3 -c 'import matplotlib.font_manager'
+  in_root "$data_root" python3 -m compileall -q --invalidation-mode unchecked-hash "$site" >/dev/null
+  in_root "$data_root" MPLCONFIGDIR=/opt/sandboxd/matplotlib python3 -c 'import matplotlib.font_manager'
   chmod -R go=rX "$data_root/opt/sandboxd/matplotlib"
-  in_data_root --userspec=1234567:1234567 "$data_root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin \
-    PYTHONDONTWRITEBYTECODE=1 MPLCONFIGDIR=/tmp MPLBACKEND=Agg HOME=/tmp python3 -c 'import io, numpy, pandas
+  in_root "$data_root" --as-sandbox PYTHONDONTWRITEBYTECODE=1 MPLCONFIGDIR=/tmp MPLBACKEND=Agg HOME=/tmp python3 -c 'import io, numpy, pandas
 import matplotlib.pyplot as plt
 pandas.DataFrame({"x": numpy.arange(5), "y": numpy.arange(5) ** 2}).plot(x="x", y="y")
 png = io.BytesIO(); plt.savefig(png, format="png")

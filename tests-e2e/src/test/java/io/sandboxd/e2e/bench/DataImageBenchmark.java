@@ -11,7 +11,6 @@ import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.config.SecuritySettings;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Env;
-import io.sandboxd.e2e.support.PodSecrets;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestPods;
 import io.sandboxd.pods.SnippetPodSpec;
@@ -21,7 +20,6 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import org.junit.jupiter.api.Test;
 
-import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -109,19 +107,9 @@ class DataImageBenchmark {
         try (TestPods ns = WarmPoolBenchmark.namespaceWithoutEgress(k8s, "e2e-bench-data")) {
             for (int i = 0; i < POD_STARTS; i++) {
                 Pod pod = new SnippetPodSpec(ns.namespace(), defaults.snippet(), security).poolPod();
-                pod.getMetadata().setGenerateName(null);
-                String name = "start-" + i;
-                pod.getMetadata().setName(name);
                 pod.getSpec().getContainers().forEach(c -> c.setImage(image));
-                PodSecrets.OWN.stamp(pod); // its executor starts only with a verifier
-                long t = System.nanoTime();
-                k8s.pods().inNamespace(ns.namespace()).resource(pod).create();
-                await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(50)).until(() ->
-                        k8s.pods().inNamespace(ns.namespace()).withName(name).get() instanceof Pod p
-                                && p.getStatus() != null && p.getStatus().getConditions() != null
-                                && p.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType())
-                                        && "True".equals(c.getStatus())));
-                ready.add((System.nanoTime() - t) / 1000);
+                String name = "start-" + i;
+                ready.add(RuntimeBenchmark.startReady(k8s, ns.namespace(), name, pod));
                 names.add(name);
             }
             Thread.sleep(Duration.ofSeconds(25).toMillis()); // the kubelet gathers stats every 10 s

@@ -158,23 +158,32 @@ class RuntimeBenchmark {
         try (TestPods ns = WarmPoolBenchmark.namespaceWithoutEgress(k8s, "e2e-bench-start")) {
             for (int i = 0; i < POD_STARTS; i++) {
                 Pod pod = new SnippetPodSpec(ns.namespace(), defaults.snippet(), security).poolPod();
-                pod.getMetadata().setGenerateName(null);
-                pod.getMetadata().setName("start-" + i);
-                PodSecrets.OWN.stamp(pod); // its executor starts only with a verifier
-                long t = System.nanoTime();
-                k8s.pods().inNamespace(ns.namespace()).resource(pod).create();
-                // Polled, not watched: a watch-based wait once missed a pod that was long Ready (under gVisor).
-                String name = "start-" + i;
-                await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(50)).until(() ->
-                        k8s.pods().inNamespace(ns.namespace()).withName(name).get() instanceof Pod p
-                                && p.getStatus() != null && p.getStatus().getConditions() != null
-                                && p.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType())
-                                        && "True".equals(c.getStatus())));
-                micros.add((System.nanoTime() - t) / 1000);
+                micros.add(startReady(k8s, ns.namespace(), "start-" + i, pod));
                 k8s.pods().inNamespace(ns.namespace()).withName("start-" + i).withGracePeriod(0).delete();
             }
         }
         return micros;
+    }
+
+    /**
+     * Creates {@code pod} (the pool's spec) as {@code name}, stamped with its verifier so its executor starts, and
+     * waits until it is Ready.
+     *
+     * @return create to Ready, in microseconds
+     */
+    static long startReady(KubernetesClient k8s, String namespace, String name, Pod pod) {
+        pod.getMetadata().setGenerateName(null);
+        pod.getMetadata().setName(name);
+        PodSecrets.OWN.stamp(pod);
+        long t = System.nanoTime();
+        k8s.pods().inNamespace(namespace).resource(pod).create();
+        // Polled, not watched: a watch-based wait once missed a pod that was long Ready (under gVisor).
+        await().atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(50)).until(() ->
+                k8s.pods().inNamespace(namespace).withName(name).get() instanceof Pod p
+                        && p.getStatus() != null && p.getStatus().getConditions() != null
+                        && p.getStatus().getConditions().stream().anyMatch(c -> "Ready".equals(c.getType())
+                                && "True".equals(c.getStatus())));
+        return (System.nanoTime() - t) / 1000;
     }
 
     private static List<Long> calls(Sandboxd sandboxd) throws InterruptedException {
