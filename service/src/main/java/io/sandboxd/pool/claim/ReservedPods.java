@@ -16,6 +16,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
 import java.util.function.UnaryOperator;
 import java.util.logging.Logger;
@@ -48,7 +49,8 @@ import io.fabric8.kubernetes.api.model.Pod;
  *
  * <p>Requests are spread over replicas by the Service, not by who holds pods, so a replica may have a request waiting
  * while another sits on idle reservations. The waiting replica then asks for one ({@code wanted-by}, a conditional
- * update on the other's pod); the holder, if the pod is still in its queue, takes it out and passes it on (reserved by
+ * update on the other's pod); the holder, if the pod is still in its queue and no request of its own is waiting (then
+ * the reservation is not idle), takes it out and passes it on (reserved by
  * the asker, one conditional update); the asker adopts only pods it asked for. Only the holder ever changes a
  * reservation's holder, and only for a pod no request of its own has, so a pod still goes to one request.
  */
@@ -76,6 +78,8 @@ final class ReservedPods implements AutoCloseable {
     }
 
     private final PodCache cache;
+    /** Whether requests of this replica wait for a pod now: then its reservations are not idle, and not passed on. */
+    private final BooleanSupplier ownRequestsWaiting;
     private final PodWrites writes;
     private final String replicaId;
     private final Clock clock;
@@ -111,7 +115,8 @@ final class ReservedPods implements AutoCloseable {
      * @param current   whether a pod was built from this replica's pod spec (only those are reserved or asked for)
      */
     ReservedPods(PodCache cache, PodWrites writes, String replicaId, Clock clock, int capacity, PoolTimes times,
-                 Predicate<String> reachable, HeldPods held, Predicate<Pod> current) {
+                 Predicate<String> reachable, HeldPods held, Predicate<Pod> current, BooleanSupplier ownRequestsWaiting) {
+        this.ownRequestsWaiting = ownRequestsWaiting;
         this.times = times;
         this.current = current;
         this.cache = cache;
@@ -240,6 +245,12 @@ final class ReservedPods implements AutoCloseable {
     }
 
     private void passOnWanted() {
+        if (ownRequestsWaiting.getAsBoolean()) {
+            // Not idle: a request of this replica is about to take it. Passed on, it would leave that request waiting
+            // and move the shortage from one replica to the other (under a burst on both, the slower replica to
+            // notice its own new pods lost nearly all of them to asks).
+            return;
+        }
         Instant now = clock.instant();
         for (Reservation reservation : List.copyOf(queued)) {
             Optional<String> asker = cache.pod(reservation.name())

@@ -82,7 +82,7 @@ public final class WarmPool implements AutoCloseable {
         this.replicaId = replicaId;
         this.clock = clock;
         this.reservations = new ReservedPods(cache, writes, replicaId, clock, reservePods, times, reachable, held,
-                                             current);
+                                             current, () -> turns.waiting() > 0);
     }
 
     /** Starts keeping pods reserved. */

@@ -31,6 +31,7 @@ import io.sandboxd.kube.PodCache;
 import io.sandboxd.kube.TestNodes;
 import io.sandboxd.kube.PodWrites;
 import io.sandboxd.pods.PodStates;
+import io.sandboxd.pool.PoolMarks;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -367,6 +368,37 @@ class WarmPoolTest {
         assertNotEquals(pod.name(), holder.claim("req-b", "proj", Duration.ofSeconds(5)).name());
     }
 
+    /**
+     * A reservation is passed on only when it is idle: while a request of its holder waits, an ask leaves it with the
+     * holder (under a burst on both replicas, asks had taken nearly every new pod from the slower one).
+     */
+    @Test
+    void aHolderWithItsOwnRequestWaitingKeepsItsReservationWhenAsked() throws Exception {
+        cluster.readyWarmPod("sandbox-kept");
+        PodCache cache = cache();
+        MockCluster.awaitSynced(cache);
+        awaitWarm(1);
+        boolean[] waiting = {true};
+        // Driven by hand (not started): no background pass runs between the steps.
+        ReservedPods holder = new ReservedPods(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-b",
+                                               Clock.systemUTC(), 1, TIMES, ip -> true, new HeldPods(), pod -> true,
+                                               () -> waiting[0]);
+        holder.maintain();
+        Pod reserved = cluster.awaitPod("sandbox-kept", p -> "reserved".equals(state(p)));
+        cluster.update(PoolMarks.wanted(reserved, "replica-a", Instant.now()));
+        cache.await(() -> cache.pod("sandbox-kept").filter(p -> p.getMetadata().getAnnotations()
+                .containsKey(SandboxLabels.WANTED_BY)), Duration.ofSeconds(5)).orElseThrow();
+
+        holder.maintain();
+        assertEquals("replica-b/reserved", client.pods().inNamespace(NS).withName("sandbox-kept").get().getMetadata()
+                .getAnnotations().get(SandboxLabels.CLAIMED_BY), "its own request waits: not passed on");
+
+        waiting[0] = false;
+        holder.maintain();
+        assertEquals("replica-a/reserved", client.pods().inNamespace(NS).withName("sandbox-kept").get().getMetadata()
+                .getAnnotations().get(SandboxLabels.CLAIMED_BY), "idle now: passed on to the asker");
+    }
+
     @Test
     void closingAReplicaGivesItsReservedPodsBackAsWarm() throws Exception {
         cluster.readyWarmPod("sandbox-back");
@@ -390,7 +422,7 @@ class WarmPoolTest {
         // Driven by hand (not started): no background pass runs between the steps.
         ReservedPods reservations = new ReservedPods(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-a", clock, 1, TIMES,
                                                      ip -> true, new HeldPods(),
-                                                     pod -> true);
+                                                     pod -> true, () -> false);
         reservations.maintain();
         Pod reserved = cluster.awaitPod("sandbox-hold", p -> "reserved".equals(state(p)));
         Instant until = PodStates.reservedUntil(reserved);
