@@ -15,7 +15,10 @@ import java.util.function.ToIntFunction;
  * B's 4 requests get the next 4 pods, not every other one.
  *
  * <p>Only the request whose turn it is tries to take a pod ({@link #isNext}); it leaves the queue when it has one or
- * gives up, and the next turn begins. Once nobody waits, the round-robin history is forgotten.
+ * gives up. Whose turn it is, is decided when asked, that is when a pod comes, from the pods in use then: a run that
+ * ended while the pod was starting counts no more (decided when the previous request left, B, whose one short run
+ * had just been handed its pod, lost the tie to A and then waited for a pod more, with that run long over). Once
+ * nobody waits, the round-robin history is forgotten.
  */
 final class FairQueue {
 
@@ -40,7 +43,6 @@ final class FairQueue {
     private final Map<String, Long> lastServed = new HashMap<>();
     private long arrivals;
     private long served;
-    private Turn next;
 
     /**
      * @param inUse pods a project has in use now (claimed, not yet released)
@@ -58,9 +60,6 @@ final class FairQueue {
     synchronized Turn enter(String project) {
         Turn turn = new Turn(project, ++arrivals);
         waiting.computeIfAbsent(project, p -> new ArrayDeque<>()).addLast(turn);
-        if (next == null || waiting.get(project).size() == 1) {
-            next = choose();
-        }
         return turn;
     }
 
@@ -69,7 +68,7 @@ final class FairQueue {
      * @return whether it is this request's turn to take a pod
      */
     synchronized boolean isNext(Turn turn) {
-        return next == turn;
+        return choose() == turn;
     }
 
     /**
@@ -92,10 +91,8 @@ final class FairQueue {
         }
         if (waiting.isEmpty()) {
             lastServed.clear();
-            next = null;
             return false;
         }
-        next = choose();
         return true;
     }
 

@@ -46,6 +46,22 @@ class FairQueueTest {
     }
 
     @Test
+    void whoseTurnItIsIsDecidedWhenThePodComesFromThePodsInUseThen() {
+        // A runs one long run, B's first short run was just handed a pod: a tie, and A was served longer ago.
+        inUse.put("a", 1);
+        FairQueue.Turn a = queue.enter("a");
+        FairQueue.Turn b1 = queue.enter("b");
+        FairQueue.Turn b2 = queue.enter("b");
+        queue.leave(b1, true);
+        inUse.put("b", 1);
+        assertTrue(queue.isNext(a), "a tie: the project served longer ago");
+        // B's short run ends before the next pod is ready: B has fewer in use when the pod comes.
+        inUse.put("b", 0);
+        assertTrue(queue.isNext(b2), "B has none in use now");
+        assertFalse(queue.isNext(a));
+    }
+
+    @Test
     void projectsTakeTurnsAndEachProjectsRequestsKeepTheirOrder() {
         List<FairQueue.Turn> turns = new ArrayList<>();
         for (String project : List.of("a", "a", "a", "a", "b", "b", "c")) {
