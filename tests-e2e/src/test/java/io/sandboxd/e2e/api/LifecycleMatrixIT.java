@@ -55,6 +55,8 @@ class LifecycleMatrixIT {
     @Test
     void noSandboxProcessOutlivesItsPolicyWhenItsPodEnds() {
         sandboxd = Sandboxd.get();
+        // Nine sandboxes at once, each of which must start within the warm wait: on a quiet node.
+        sandboxd.awaitSettled();
         try (LifecycleMatrix matrix = LifecycleMatrix.start(sandboxd.k8s(), "lifecycle")) {
             List<CompletableFuture<Void>> attacks = new ArrayList<>();
             for (int i = 1; i <= 2; i++) {

@@ -224,6 +224,19 @@ public final class Sandboxd {
     }
 
     /**
+     * A quiet node, then a warm pool: for a class that starts many sandboxes at once and waits for them, so that it
+     * measures what it tests, not the class before it. The pods the class before left being torn down share the
+     * nodes' CPU with the pod starts it depends on (under gVisor a pod's end costs CPU as its start does), and a burst
+     * there can leave the pool refilling.
+     */
+    public void awaitSettled() {
+        await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(500)).until(() -> k8s.pods()
+                .inNamespace(SANDBOX_NAMESPACE).list().getItems().stream()
+                .noneMatch(p -> p.getMetadata().getDeletionTimestamp() != null));
+        awaitWarmPool();
+    }
+
+    /**
      * A new verification key reaches running replicas through the Secret volume (the kubelet syncs it
      * within about a minute) and sandboxd picks it up without a restart: wait until every replica
      * accepts this run's tokens.
