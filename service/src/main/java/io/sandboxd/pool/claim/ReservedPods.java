@@ -113,6 +113,8 @@ final class ReservedPods implements AutoCloseable {
      * @param held      pods this replica holds or is writing (shared with {@link WarmPool}, so that a direct claim and
      *                  a reservation of this replica never race each other)
      * @param current   whether a pod was built from this replica's pod spec (only those are reserved or asked for)
+     * @param ownRequestsWaiting whether requests of this replica wait for a pod now (its reservations are then not
+     *                  idle, and not passed on)
      */
     ReservedPods(PodCache cache, PodWrites writes, String replicaId, Clock clock, int capacity, PoolTimes times,
                  Predicate<String> reachable, HeldPods held, Predicate<Pod> current, BooleanSupplier ownRequestsWaiting) {
