@@ -106,7 +106,7 @@ class TenantsIT {
             await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100))
                     .until(() -> claimedRunPods() >= Math.min(target, HOG_RUNS));
             // B's cold start in the same run, on the same busy node: a new session's pod is created for its first run.
-            Future<Timed> cold = threads.submit(() -> timed(() -> sandboxd.send(replica, "POST", "/v1/execute",
+            Future<Timed> cold = threads.submit(() -> timed(() -> execute(replica,
                     Map.of("session_id", bSession, "code", "print('cold')"), b)));
             List<Future<Timed>> warm = new ArrayList<>();
             for (int i = 0; i < B_RUNS_DURING_BURST; i++) {
