@@ -225,24 +225,21 @@ class ApiRoutingTest {
             throw ProjectLimit.EXECUTE_IN_FLIGHT.exceeded(job.caller().project(), 8, 1);
         });
         HttpResponse<String> r = post("/v1/execute", "{\"code\":\"1\"}", token());
-        assertError(r, 429, "project \"proj-a\" already has 8 snippet runs in flight on this replica "
-                + "(limit limits.perProject.executeInFlight): retry after 1 s");
+        assertError(r, 429, ProjectLimit.EXECUTE_IN_FLIGHT.exceeded("proj-a", 8, 1).getMessage());
         assertEquals("1", r.headers().firstValue("Retry-After").orElse(""));
 
         SNIPPETS.set(job -> {
             throw ProjectLimit.SESSIONS.exceeded(job.caller().project(), 8, 212);
         });
         r = post("/v1/execute", "{\"code\":\"1\",\"session_id\":\"conv-9\"}", token());
-        assertError(r, 429, "project \"proj-a\" already has 8 open sessions (limit limits.perProject.sessions): "
-                + "retry after 212 s");
+        assertError(r, 429, ProjectLimit.SESSIONS.exceeded("proj-a", 8, 212).getMessage());
         assertEquals("212", r.headers().firstValue("Retry-After").orElse(""));
 
         TOOLS.set(job -> {
             throw ProjectLimit.CALL_IN_FLIGHT.exceeded(job.caller().project(), 8, 1);
         });
         r = post("/v1/call", "{\"image\":\"" + IMAGE + "\",\"function\":\"f\"}", token());
-        assertError(r, 429, "project \"proj-a\" already has 8 tool calls in flight on this replica "
-                + "(limit limits.perProject.callInFlight): retry after 1 s");
+        assertError(r, 429, ProjectLimit.CALL_IN_FLIGHT.exceeded("proj-a", 8, 1).getMessage());
         assertEquals("1", r.headers().firstValue("Retry-After").orElse(""));
     }
 

@@ -5,6 +5,7 @@ import java.util.Map;
 
 import io.sandboxd.failure.FailedRun;
 import io.sandboxd.failure.Failure;
+import io.sandboxd.limits.LimitExceeded;
 import io.sandboxd.limits.ProjectLimit;
 
 import org.junit.jupiter.api.Test;
@@ -66,11 +67,12 @@ class ErrorTableTest {
         assertEquals("503 busy later", line(ApiException.busy("later", 1)));
         assertEquals(Map.of("Retry-After", "1"), busy.headers());
 
-        ErrorTable.Answer limited = ErrorTable.answer(ProjectLimit.CALL_IN_FLIGHT.exceeded("p", 8, 1));
+        LimitExceeded exceeded = ProjectLimit.CALL_IN_FLIGHT.exceeded("p", 8, 1);
+        ErrorTable.Answer limited = ErrorTable.answer(exceeded);
         assertEquals(429, limited.status());
         assertEquals("limited", limited.outcome());
         assertEquals(Map.of("Retry-After", "1"), limited.headers());
-        assertTrue(limited.message().startsWith("project \"p\" already has 8 tool calls in flight"), limited.message());
+        assertEquals(exceeded.getMessage(), limited.message());
     }
 
     @Test

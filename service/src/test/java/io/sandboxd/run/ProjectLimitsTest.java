@@ -52,8 +52,7 @@ class ProjectLimitsTest {
         LimitExceeded refused = assertThrows(LimitExceeded.class, () -> runs.run(job("p1", null)));
         assertEquals(ProjectLimit.EXECUTE_IN_FLIGHT, refused.limit());
         assertEquals(1, refused.retryAfterSeconds());
-        assertEquals("project \"p1\" already has 2 snippet runs in flight on this replica (limit limits.perProject.executeInFlight): "
-                             + "retry after 1 s", refused.getMessage());
+        assertEquals(ProjectLimit.EXECUTE_IN_FLIGHT.exceeded("p1", 2, 1).getMessage(), refused.getMessage());
 
         SnippetRunner quick = limits.snippets(job -> outcome());
         assertEquals("sandbox-1", quick.run(job("p2", null)).sandboxId(), "another project is not limited by p1");
@@ -88,8 +87,7 @@ class ProjectLimitsTest {
         threads.submit(() -> calls.call(toolJob("p1")));
         assertEquals(true, calling.await(10, TimeUnit.SECONDS));
         LimitExceeded refused = assertThrows(LimitExceeded.class, () -> calls.call(toolJob("p1")));
-        assertEquals("project \"p1\" already has 1 tool calls in flight on this replica (limit limits.perProject.callInFlight): "
-                             + "retry after 1 s", refused.getMessage());
+        assertEquals(ProjectLimit.CALL_IN_FLIGHT.exceeded("p1", 1, 1).getMessage(), refused.getMessage());
     }
 
     @Test

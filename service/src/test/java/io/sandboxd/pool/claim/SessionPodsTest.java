@@ -165,8 +165,8 @@ class SessionPodsTest {
         assertEquals(ProjectLimit.SESSIONS, limit.limit());
         assertTrue(limit.retryAfterSeconds() > 290 && limit.retryAfterSeconds() <= 306,
                    "retry once the least recently used session is idle long enough: " + limit.retryAfterSeconds());
-        assertEquals("project \"proj-a\" already has 2 open sessions (limit limits.perProject.sessions): retry after "
-                             + limit.retryAfterSeconds() + " s", limit.getMessage());
+        assertEquals(ProjectLimit.SESSIONS.exceeded("proj-a", 2, limit.retryAfterSeconds()).getMessage(),
+                     limit.getMessage());
         assertNull(client.pods().inNamespace(NS).withName(SnippetPodSpec.sessionPodName(
                 SessionPods.sessionHash("proj-a", "conv-3"))).get(), "no pod for the refused session");
         assertEquals(2, counters.createdTotal());
@@ -385,7 +385,8 @@ class SessionPodsTest {
 
         ExecutionException refused = assertThrows(ExecutionException.class, () -> runIn("proj-a", "conv-4"));
         LimitExceeded limit = assertInstanceOf(LimitExceeded.class, refused.getCause());
-        assertTrue(limit.getMessage().startsWith("project \"proj-a\" already has 3 open sessions"), limit.getMessage());
+        assertEquals(ProjectLimit.SESSIONS.exceeded("proj-a", 3, limit.retryAfterSeconds()).getMessage(),
+                     limit.getMessage());
         unkeep(old);
     }
 
