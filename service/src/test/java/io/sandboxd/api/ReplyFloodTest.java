@@ -187,7 +187,7 @@ class ReplyFloodTest {
                 String body = switch (route) {
                 case "/v1/call" -> "{\"image\":\"" + IMAGE + "\",\"function\":\"flood\"}";
                 case "/mcp" -> "{\"jsonrpc\":\"2.0\",\"id\":" + i + ",\"method\":\"tools/call\",\"params\":"
-                        + "{\"name\":\"run_python\",\"arguments\":{\"code\":\"flood()\"}}}";
+                        + "{\"name\":\"" + McpTools.RUN_PYTHON + "\",\"arguments\":{\"code\":\"flood()\"}}}";
                 default -> "{\"code\":\"flood()\"}";
                 };
                 requests.add(HttpRequest.newBuilder(sandboxd.resolve(route))
