@@ -132,10 +132,10 @@ class McpServiceTest {
                     McpTools.RUN_PYTHON, Map.of("code", "print(6*7)", "timeout_s", 5,
                                                 "files", List.of(Map.of("path", "in.txt", "content_b64", "aGk=")))));
             assertFalse(result.isError());
-            assertEquals("stdout:\n42\nstderr:\n(empty)\nexit_code: 0\nfiles: out.txt",
-                         ((McpSchema.TextContent) result.content().get(0)).text());
             @SuppressWarnings("unchecked")
             Map<String, Object> structured = (Map<String, Object>) result.structuredContent();
+            assertEquals(McpTools.text(ApiJson.MAPPER.convertValue(structured, ExecuteResponse.class)),
+                         ((McpSchema.TextContent) result.content().get(0)).text(), "the run-text format's one maker");
             assertEquals("sandbox-x7k2p", structured.get("sandbox_id"));
             assertEquals(0, structured.get("exit_code"));
             assertEquals(List.of(Map.of("path", "out.txt", "content_b64", "aGk=")), structured.get("files"));
