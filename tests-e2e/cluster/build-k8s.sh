@@ -68,23 +68,22 @@ build_go_tool() { # name version module-path package
   mv "$out.tmp/$(basename "$pkg")" "$out.tmp/$name" 2>/dev/null || true
   rm -rf "$out"; mv "$out.tmp" "$out"
 }
-# kube-router: upstream's, or k3s's fork for a "-k3s" version (versions.env says why), built by a wrapper module that
-# requires upstream's path and replaces it.
-kr_bin=$cache/bin/kube-router-$KUBE_ROUTER_VERSION
-if [[ $KUBE_ROUTER_VERSION != *-k3s* ]]; then
-  build_go_tool kube-router "$KUBE_ROUTER_VERSION" github.com/cloudnativelabs/kube-router/v2 github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
-elif [ ! -x "$kr_bin/kube-router" ]; then
-  echo "building kube-router $KUBE_ROUTER_VERSION (github.com/k3s-io/kube-router)"
-  work=$cache/src/kube-router-$KUBE_ROUTER_VERSION
+# kube-router: upstream's, and k3s's fork (versions.env says why both), the fork built by a wrapper module that
+# requires upstream's path and replaces it. node.sh runs the one of cluster.env's ENFORCER from its own directory.
+build_go_tool kube-router "$KUBE_ROUTER_VERSION" github.com/cloudnativelabs/kube-router/v2 github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+kr_bin=$cache/bin/kube-router-$KUBE_ROUTER_K3S_VERSION
+if [ ! -x "$kr_bin/kube-router" ]; then
+  echo "building kube-router $KUBE_ROUTER_K3S_VERSION (github.com/k3s-io/kube-router)"
+  work=$cache/src/kube-router-$KUBE_ROUTER_K3S_VERSION
   mkdir -p "$work" "$kr_bin.tmp"
   cat > "$work/go.mod" <<MOD
 module sandboxd.local/kuberouterbuild
 
 go 1.23
 
-require github.com/cloudnativelabs/kube-router/v2 ${KUBE_ROUTER_VERSION%%-*}
+require github.com/cloudnativelabs/kube-router/v2 ${KUBE_ROUTER_K3S_VERSION%%-*}
 
-replace github.com/cloudnativelabs/kube-router/v2 => github.com/k3s-io/kube-router/v2 $KUBE_ROUTER_VERSION
+replace github.com/cloudnativelabs/kube-router/v2 => github.com/k3s-io/kube-router/v2 $KUBE_ROUTER_K3S_VERSION
 MOD
   printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"\n' > "$work/tools.go"
   (cd "$work" && go mod tidy -e >/dev/null 2>&1 || true
@@ -123,7 +122,7 @@ if [ ! -x "$gv_bin/containerd-shim-runsc-v1" ]; then
 fi
 
 mkdir -p "$cache/bin/current"
-for d in "$k8s_bin" "$cache/bin/kube-router-$KUBE_ROUTER_VERSION" "$cache/bin/coredns-$COREDNS_VERSION" "$cache/bin/helm-$HELM_VERSION" \
+for d in "$k8s_bin" "$cache/bin/coredns-$COREDNS_VERSION" "$cache/bin/helm-$HELM_VERSION" \
          "$cache/bin/registry-$DISTRIBUTION_VERSION" "$ctd_bin" "$gv_bin"; do
   for f in "$d"/*; do ln -sf "$f" "$cache/bin/current/$(basename "$f")"; done
 done

@@ -20,8 +20,8 @@ if [ -f "$run/cluster.up" ]; then
   fi
   log "stale state found; cleaning it first"; "$here/cluster-down.sh"
 fi
-if [ "$IP_FAMILIES" = dual ] && [[ $KUBE_ROUTER_VERSION != *-k3s* ]]; then
-  echo "IP_FAMILIES=dual needs an enforcer of IPv6 too: KUBE_ROUTER_VERSION=v2.6.3-k3s1 (versions.env says why)" >&2
+if [ "$IP_FAMILIES" = dual ] && [ "$ENFORCER" = kube-router ]; then
+  echo "IP_FAMILIES=dual needs an enforcer of IPv6 too: ENFORCER=kube-router-k3s (versions.env says why)" >&2
   exit 1
 fi
 mkdir -p "$pki" "$run" "$logs"
@@ -196,6 +196,7 @@ echo "nameserver $CLUSTER_DNS_IP" > "$CLUSTER_STATE/resolv.conf"
 nodes=$(seq 1 "$CLUSTER_NODES" | tr '\n' ' ')
 echo "$nodes" > "$run/nodes"
 echo "$IP_FAMILIES" > "$run/ip-families"
+echo "$ENFORCER" > "$run/enforcer"
 pids=()
 for n in $nodes; do "$here/node.sh" up "$n" & pids+=($!); done
 for pid in "${pids[@]}"; do wait "$pid"; done

@@ -275,10 +275,16 @@ proxy_and_policy_up() {
   wait_for "node Ready" 120 sh -c "kubectl --kubeconfig '$KUBECONFIG_ADMIN' get node '$NODE_NAME' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 }
 
+kube_router() { # the kube-router build of cluster.env's ENFORCER (build-k8s.sh makes both)
+  local version=$KUBE_ROUTER_VERSION
+  [ "$ENFORCER" != kube-router-k3s ] || version=$KUBE_ROUTER_K3S_VERSION
+  echo "$SANDBOXD_CACHE/bin/kube-router-$version/kube-router"
+}
+
 enforcer_up() { # kube-router in firewall-only mode enforces NetworkPolicy with iptables and ipsets (ip6tables too: dual)
   local v6=()
   [ "$IP_FAMILIES" != dual ] || v6=(--service-cluster-ip-range="$SERVICE_CIDR6" --enable-ipv6=true)
-  start "kube-router$sfx" kube-router --kubeconfig="$KUBECONFIG_ADMIN" --hostname-override="$NODE_NAME" \
+  start "kube-router$sfx" "$(kube_router)" --kubeconfig="$KUBECONFIG_ADMIN" --hostname-override="$NODE_NAME" \
     --run-firewall=true --run-router=false --run-service-proxy=false --service-cluster-ip-range="$SERVICE_CIDR" "${v6[@]}" \
     --health-port=20244 --metrics-port=0 --v=1
 }
@@ -335,7 +341,7 @@ case $action in
   thaw) signal_kubelet CONT; log "kubelet goes on" ;;
   restart-enforcer)
     stop "kube-router$sfx"
-    if [ "${3:-}" = clean ]; then on kube-router --cleanup-config >/dev/null 2>&1 || true; fi
+    if [ "${3:-}" = clean ]; then on "$(kube_router)" --cleanup-config >/dev/null 2>&1 || true; fi
     enforcer_up
     wait_for "kube-router healthy" 60 on curl -sf "http://127.0.0.1:20244/healthz"
     log "kube-router restarted${3:+ ($3)}"
