@@ -91,16 +91,25 @@ reload: images ## rebuild the images and restart sandboxd and its pool from them
 
 down: cluster-down ## stop everything `make up` started
 
-e2e: ## the end-to-end suite against $$KUBECONFIG (or the local cluster)
-	rm -rf tests-e2e/target/failsafe-reports*  # a pass that is skipped must not leave an old summary to verify
+e2e: ## the end-to-end suite against $$KUBECONFIG (or the local cluster); E2E_KEEP_REPORTS=1 keeps an earlier run's reports
+	[ -n "$(E2E_KEEP_REPORTS)" ] || rm -rf tests-e2e/target/failsafe-reports*  # a skipped pass must not leave an old summary to verify
 	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(MVN) -pl tests-e2e -am -Pe2e -DskipUnitTests=true $(E2E_FLAGS) verify
 
-test: packages verify ## every test: unit tests, the release and its verification, then the cluster up (TEST_NODES nodes), the release pushed to its registry, the e2e suite installing from there, the cluster down
-	$(MAKE) release verify-release
-	CLUSTER_NODES=$(TEST_NODES) $(MAKE) cluster-up
-	status=0; { $(MAKE) publish REGISTRY=$(LOCAL_REGISTRY) REGISTRY_TLS_VERIFY=false \
-	  && $(MAKE) e2e E2E_FLAGS="-De2e.chart=$$(realpath $(RELEASE_DIR)/sandboxd-*.tgz) -De2e.imageValues=$$(realpath $(PUBLISHED_VALUES))"; } \
+# The isolation tests' second pass runs on a second cluster: dual-stack, with the other enforcer (ENFORCER in
+# tests-e2e/cluster/cluster.env), so every claim is attacked on two enforcers and IPv6's on a dual-stack cluster.
+TEST_SECOND_CLUSTER := IP_FAMILIES=dual ENFORCER=kube-router-k3s
+# One e2e run on a fresh cluster: cluster up, the release published to its registry, the suite installing from there
+# with the given pass flags, the cluster down (whatever the suite's outcome).
+define e2e_on_cluster
+	status=0; { CLUSTER_NODES=$(TEST_NODES) $(1) bash $(CLUSTER)/cluster-up.sh && $(MAKE) publish REGISTRY=$(LOCAL_REGISTRY) REGISTRY_TLS_VERIFY=false \
+	  && $(MAKE) e2e E2E_KEEP_REPORTS=$(3) E2E_FLAGS="-De2e.chart=$$(realpath $(RELEASE_DIR)/sandboxd-*.tgz) -De2e.imageValues=$$(realpath $(PUBLISHED_VALUES)) $(2)"; } \
 	  || status=$$?; $(MAKE) cluster-down; exit $$status
+endef
+
+test: packages verify ## every test: unit tests, the release and its verification, then on a cluster of TEST_NODES nodes the e2e suite's runc and fault passes, then on a dual-stack cluster with the other enforcer its gVisor pass
+	$(MAKE) release verify-release
+	$(call e2e_on_cluster,,-De2e.gvisor.skip=true,)
+	$(call e2e_on_cluster,$(TEST_SECOND_CLUSTER),-De2e.runc.skip=true -De2e.faults.skip=true,1)
 
 bench: ## warm-pool benchmark against the local cluster: p50/p99 at concurrency 1 and 4 vs a cold pod-per-call baseline
 	rm -rf tests-e2e/target/failsafe-reports*
