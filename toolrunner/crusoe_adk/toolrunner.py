@@ -207,6 +207,7 @@ def main() -> None:
     # it already is), and this process, PID 1 holding the pod log, becomes non-dumpable.
     pod_token = podguard.take_token("crusoe_adk.toolrunner")
     podguard.make_undumpable("crusoe_adk.toolrunner")
+    podguard.forbid_icmp("crusoe_adk.toolrunner")  # no ICMP socket on any runtime (D17)
     port = int(os.environ.get("TOOLRUNNER_PORT") or 8080)
     # `python3 -m` puts the working directory first on sys.path; keep it there when started otherwise,
     # so the agent's own agent.py is importable.

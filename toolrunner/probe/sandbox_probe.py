@@ -40,6 +40,9 @@ report, not an escape check: "ok" is false, and the exit code 1, only when --exp
   --unshare                unshare(CLONE_NEWUSER) and unshare(CLONE_NEWNS) refused
   --seccomp                /proc/self/status: Seccomp 2 (filter) and NoNewPrivs 1
   --readonly-root          writing /etc/x fails and its file system is mounted read-only
+  --as-sandbox             first what sandboxd's in-pod servers do before untrusted code runs, so the
+                           checks see what a sandbox can do: no ICMP socket (D17; sandbox_executor's
+                           podguard, on PYTHONPATH in the snippet image)
   --runtime-class CLASS    report the runtime (above); CLASS is the RuntimeClass the pod was given, "" for
                            the cluster default
   --expect-kernel TEXT     fail unless /proc/version contains TEXT (case-insensitive), e.g. gvisor
@@ -249,6 +252,7 @@ def parse_arguments(argv):
     parser.add_argument("--unshare", action="store_true")
     parser.add_argument("--seccomp", action="store_true")
     parser.add_argument("--readonly-root", action="store_true")
+    parser.add_argument("--as-sandbox", action="store_true")
     parser.add_argument("--runtime-class", metavar="CLASS")
     parser.add_argument("--expect-kernel", default="", metavar="TEXT")
     parser.add_argument("--timeout", type=float, default=3.0, metavar="S")
@@ -257,6 +261,10 @@ def parse_arguments(argv):
     runtime = arguments.runtime_class is not None or bool(arguments.expect_kernel)
     if not checks and not runtime:
         parser.error("select at least one check")
+    if arguments.as_sandbox:
+        from sandbox_executor import podguard  # the snippet image's; imported only when asked
+
+        podguard.forbid_icmp("sandbox_probe")
     return checks, (arguments.runtime_class, arguments.expect_kernel) if runtime else None
 
 

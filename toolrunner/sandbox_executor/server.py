@@ -320,6 +320,7 @@ def main():
     # non-dumpable, so the snippet, same uid, can neither open /proc/1/fd/1 nor read /proc/1/environ.
     pod_token = podguard.take_token("sandbox_executor")
     podguard.make_undumpable("sandbox_executor")
+    podguard.forbid_icmp("sandbox_executor")  # no ICMP socket on any runtime (D17)
     settings = Settings.from_env()
     processes.become_child_subreaper()
     executor = Executor(settings)

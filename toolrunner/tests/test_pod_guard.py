@@ -303,3 +303,83 @@ def test_programs_a_tool_starts_cannot_write_into_the_runners_log(start_like_in_
     else:
         assert attempts == ALL_WRITTEN, reply
         assert f"{marker} via /proc" in server.log() and f"{marker} via pidfd_getfd" in server.log()
+
+
+# ---- no ICMP socket (D17) ----
+
+ICMP_ATTEMPTS = """
+import socket, subprocess, sys, threading
+def attempt(family, kind, protocol):
+    try:
+        socket.socket(family, kind, protocol).close()
+        return "opened"
+    except OSError as error:
+        return error.errno
+ICMP = [(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP),
+        (socket.AF_INET6, socket.SOCK_DGRAM, socket.IPPROTO_ICMPV6),
+        (socket.AF_INET, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK, socket.IPPROTO_ICMP),
+        (socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP),
+        (socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)]
+OTHER = [(socket.AF_INET, socket.SOCK_DGRAM, 0), (socket.AF_INET, socket.SOCK_STREAM, 0),
+         (socket.AF_INET6, socket.SOCK_DGRAM, 0), (socket.AF_UNIX, socket.SOCK_STREAM, 0)]
+def attempts():
+    return {"icmp": [attempt(*a) for a in ICMP], "other": [attempt(*a) for a in OTHER]}
+"""
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not shutil.which("unshare"), reason="needs root for a network namespace")
+@pytest.mark.parametrize("defence", [True, False])
+def test_after_forbid_icmp_no_icmp_socket_opens_in_the_process_its_threads_or_its_children(defence):
+    """As under gVisor, which has no ping_group_range: in a network namespace whose ping_group_range admits
+    everybody (and as root, so raw sockets too), every ICMP socket opens until the filter is in place (the positive
+    control, and the mutation: without the filter they open after too); then none does, anywhere below the caller."""
+    script = ICMP_ATTEMPTS + f"""
+import json
+sys.path.insert(0, {str(TOOLRUNNER_DIR)!r})
+from crusoe_adk import podguard
+before = attempts()
+if {defence!r}:
+    podguard.forbid_icmp("test")
+in_thread = []
+worker = threading.Thread(target=lambda: in_thread.append(attempts()))
+worker.start(); worker.join()
+child = subprocess.run([sys.executable, "-c", {ICMP_ATTEMPTS!r} + "import json; print(json.dumps(attempts()))"],
+                       capture_output=True, text=True, check=True).stdout
+print(json.dumps({{"before": before, "after": attempts(), "thread": in_thread[0], "child": json.loads(child)}}))
+"""
+    out = subprocess.run(["unshare", "--net", "sh", "-c",
+                          "sysctl -qw net.ipv4.ping_group_range='0 2147483647' && exec \"$0\" -c \"$1\"",
+                          sys.executable, script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    assert seen["before"] == {"icmp": ["opened"] * 5, "other": ["opened"] * 4}, "the positive control"
+    for where in ("after", "thread", "child"):
+        expected = [13] * 5 if defence else ["opened"] * 5  # EACCES, as outside ping_group_range
+        assert seen[where] == {"icmp": expected, "other": ["opened"] * 4}, where
+
+
+def test_the_icmp_filter_is_one_program_per_architecture():
+    from crusoe_adk import podguard
+    for machine in podguard.SYSCALLS:
+        code = podguard.icmp_filter(machine)
+        assert len(code) % 8 == 0 and 0 < len(code) // 8 < 32, machine
+    with pytest.raises(KeyError):
+        podguard.icmp_filter("riscv64")  # an architecture it does not know: forbid_icmp fails closed
+
+
+@pytest.mark.parametrize("module", ["sandbox_executor", "crusoe_adk.toolrunner"])
+def test_both_servers_run_untrusted_code_under_the_icmp_filter(module, start_executor, start_server):
+    """The wiring: the code a snippet or a tool runs has the filter (Seccomp: 2 in its status; the test runner
+    itself has none), on whatever machine the servers start."""
+    status_line = "[l for l in open('/proc/self/status') if l.startswith('Seccomp:')][0].split()[1]"
+    with open("/proc/self/status") as status:
+        assert "Seccomp:\t0" in status.read(), "the test runner itself is unfiltered"
+    if module == "sandbox_executor":
+        server = start_executor()
+        status, reply = server.post("/run", {"code": f"print({status_line})", "timeout_s": 5})
+        assert (status, reply["stdout"]) == (200, "2\n"), reply
+    else:
+        server = start_server(module, {}, cwd=TOOLRUNNER_DIR / "sample_agent", port_variable="TOOLRUNNER_PORT")
+        status, reply = server.post("/call", {"module": "agent", "function": "run_code",
+                                              "args": {"code": f"print({status_line})"}})
+        assert (status, reply["result"]["stdout"]) == (200, "2\n"), reply

@@ -94,7 +94,8 @@ def spec(channel, destination):
 
 def cells(pod, destinations, policies):
     """Every (spec, name, open) cell of a probe pod: the policies' verdict, by the model."""
-    source = {"ip": "10.0.0.1", "kind": "pod", "namespace": pod["metadata"]["namespace"],
+    # A probe runs as a sandbox (--as-sandbox): it has no ICMP socket, whatever the enforcer lets through.
+    source = {"ip": "10.0.0.1", "kind": "pod", "namespace": pod["metadata"]["namespace"], "pings": False,
               "labels": pod["metadata"].get("labels", {}),
               "namespaceLabels": {"kubernetes.io/metadata.name": pod["metadata"]["namespace"]}}
     judged = []

@@ -181,7 +181,7 @@ class ProbeTest {
   void theRunnerGivesEachKindItsChecks() throws Exception {
     List<Map<String, Object>> pods = dryRun(HelmChart.render(TARGETS));
     List<String> beyondCells = List.of("--closed", "icmp:gateway", "--ipv6-sweep", "443,6443,10250,53,8080,8181",
-        "--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--runtime-class=");
+        "--as-sandbox", "--no-sa-token", "--unshare", "--seccomp", "--readonly-root", "--runtime-class=");
     // The cells, judged from the chart's own policies: a snippet's all closed, a tool's open to the public target's
     // port and cluster DNS (straight at its address over UDP and TCP) only.
     List<String> snippet = new ArrayList<>(List.of("--dns", "kubernetes.default.svc.cluster.local"));
@@ -278,7 +278,7 @@ class ProbeTest {
         "--closed", "tcp:203.0.113.10:80", "--closed", "tcp-dns:203.0.113.10:53", "--closed", "udp-dns:203.0.113.10:53",
         "--closed", "tcp-dns:10.96.0.10:53", "--closed", "udp-dns:10.96.0.10:53", "--tcp", "10.96.0.1:443");
     List<String> beyondCells = List.of("--dns", "kubernetes.default.svc.cluster.local", "--closed", "icmp:gateway",
-        "--ipv6-sweep", "443,6443,10250,53,8080,8181", "--no-sa-token", "--unshare", "--seccomp", "--readonly-root",
+        "--ipv6-sweep", "443,6443,10250,53,8080,8181", "--as-sandbox", "--no-sa-token", "--unshare", "--seccomp", "--readonly-root",
         "--runtime-class=");
     // github: its one exact host on its first port; 8443 is its own, so the closed port is 444.
     List<String> github = new ArrayList<>(beyondCells);
@@ -322,7 +322,7 @@ class ProbeTest {
     HelmChart.Rendered rendered = HelmChart.render(off);
     List<Map<String, Object>> pods = dryRun(rendered);
     List<String> tool = new ArrayList<>(List.of("--dns", "kubernetes.default.svc.cluster.local", "--closed",
-        "icmp:gateway", "--ipv6-sweep", "443,6443,10250,53,8080,8181", "--no-sa-token", "--unshare", "--seccomp",
+        "icmp:gateway", "--ipv6-sweep", "443,6443,10250,53,8080,8181", "--as-sandbox", "--no-sa-token", "--unshare", "--seccomp",
         "--readonly-root", "--runtime-class="));
     tool.addAll(List.of("--closed", "icmp:169.254.169.254", "--closed", "tcp:169.254.169.254:80",
         "--closed", "icmp:10.23.0.10", "--closed", "tcp:10.23.0.10:80", "--closed", "icmp:203.0.113.10",
