@@ -115,6 +115,20 @@ def test_a_dual_stack_pod_network_drops_link_scoped_ipv6_only():
     assert allows(STRANGER, {"ip": "2001:db8::1", "kind": "external"}, "TCP", 80, facts=dual)
 
 
+def test_an_enforcer_that_accepts_icmp_echo_lets_every_ping_through_but_none_from_a_pod_that_cannot_send_one():
+    accepts = {"enforcerAcceptsIcmpEcho": True}
+    assert not allows(AGENT, TOOL, "ICMP"), "the tool's default-deny ingress"
+    assert allows(AGENT, TOOL, "ICMP", facts=accepts)
+    assert allows(TOOL, external("203.0.113.10"), "ICMP", facts=accepts), "past a rule with ports"
+    assert not allows(TOOL, external("203.0.113.10"), "UDP", 53, facts=accepts), "ICMP only"
+    cannot_ping = dict(SNIPPET, pings=False)
+    for facts in (None, accepts):
+        assert not allows(cannot_ping, external("203.0.113.10"), "ICMP", facts=facts)
+        assert not allows(cannot_ping, STRANGER, "ICMP", facts=facts)
+    assert not allows(AGENT, {"ip": "fe80::1", "kind": "node"}, "ICMP",
+                      facts=dict(accepts, ipv4OnlyPodNetwork=False)), "link-scoped IPv6 stays dropped"
+
+
 def test_selectors_and_blocks():
     assert netpol_model.matches({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["x"]}]}, {})
     assert not netpol_model.matches({"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"b": "1"})

@@ -19,12 +19,17 @@ the node's bridge, as the chart README asks of a cluster whose policies are enfo
 alone), so no pod sends over IPv6. A dual-stack cluster turns that last fact off and holds a
 narrower one: the pod network drops a pod's link-scoped IPv6 (to fe80::/10 and ff00::/8), which
 no enforcer judges (those addresses are in no pod's rules), while its unicast IPv6 meets the
-policies as IPv4 does.
+policies as IPv4 does. A fourth fact, off unless the caller holds it, is of the enforcer: it accepts
+ICMP echo requests whatever the policies say (kube-router v2.6, k3s's among them: its common
+chain accepts echo requests, destination-unreachable and time-exceeded before any policy), so a
+ping passes from any pod that can send one. An endpoint with "pings": false cannot (no ping socket
+and no raw socket: a sandbox), so no ICMP leaves it whatever the network would let through.
 
 An endpoint is a dict: ip, and for a pod namespace, labels, namespaceLabels; kind is "pod", "node"
 or "external"; node, the name of the node a pod runs on or a node endpoint is (optional: without
 it on either side the node and the pod are taken to be one machine's). Used as a program: reads {"policies": [...], "cells": [{"from", "to", "protocol",
-"port"}], "facts": {"nodeReachesPods": true, "ipv4OnlyPodNetwork": true, "linkScopedIpv6Dropped": true}} as
+"port"}], "facts": {"nodeReachesPods": true, "ipv4OnlyPodNetwork": true, "linkScopedIpv6Dropped": true,
+"enforcerAcceptsIcmpEcho": false}} as
 JSON on stdin and
 writes the list of verdicts (true: open) as JSON on stdout.
 """
@@ -32,7 +37,8 @@ import ipaddress
 import json
 import sys
 
-FACTS = {"nodeReachesPods": True, "ipv4OnlyPodNetwork": True, "linkScopedIpv6Dropped": True}
+FACTS = {"nodeReachesPods": True, "ipv4OnlyPodNetwork": True, "linkScopedIpv6Dropped": True,
+         "enforcerAcceptsIcmpEcho": False}
 LINK_SCOPED_IPV6 = ("fe80::/10", "ff00::/8")
 
 
@@ -46,6 +52,11 @@ def allows(policies, source, destination, protocol, port, facts=None):
     if facts["linkScopedIpv6Dropped"] and _is_pod(source) and any(in_cidr(c, destination["ip"])
                                                                    for c in LINK_SCOPED_IPV6):
         return False
+    if protocol.upper() == "ICMP":
+        if source.get("pings") is False:
+            return False  # nothing to send it with
+        if facts["enforcerAcceptsIcmpEcho"]:
+            return True
     return (_egress_allows(policies, source, destination, protocol, port)
             and _ingress_allows(policies, source, destination, protocol, port, facts))
 

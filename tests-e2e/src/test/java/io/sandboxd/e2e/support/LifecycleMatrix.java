@@ -268,9 +268,9 @@ public final class LifecycleMatrix implements AutoCloseable {
         return await().atMost(Duration.ofSeconds(30)).until(() -> lastSeen.get(name), p -> p != null);
     }
 
-    /** The endpoint of the sandbox pod named (as the informer saw it; the pod may be gone since). */
+    /** The endpoint of the sandbox pod named (as the informer saw it; the pod may be gone since): it cannot ping. */
     public Endpoint sandboxEndpoint(String name) {
-        return endpoint(k8s, sandbox(name));
+        return endpoint(k8s, sandbox(name)).withoutPings();
     }
 
     /**
@@ -331,8 +331,7 @@ public final class LifecycleMatrix implements AutoCloseable {
                 }
             }
         }
-        List<Boolean> open = new NetworkPolicyModel(k8s.network().v1().networkPolicies().inAnyNamespace().list()
-                .getItems()).allows(cells);
+        List<Boolean> open = NetworkPolicyModel.ofCluster(k8s).allows(cells);
         List<String> diff = new ArrayList<>();
         Map<String, Boolean> heard = new LinkedHashMap<>();
         Map<String, String> perSource = new LinkedHashMap<>();

@@ -25,13 +25,25 @@ public final class NetworkPolicyModel {
 
     /**
      * Who or what sends or receives: a pod (labels, namespace labels), a node, or an address outside the pods; node is
-     * the node a pod runs on or a node endpoint is (null: not known, taken to be the same machine).
+     * the node a pod runs on or a node endpoint is (null: not known, taken to be the same machine); pings, whether it
+     * can send an ICMP echo at all (a sandbox has neither a ping socket nor a raw one).
      */
     public record Endpoint(String name, String ip, String namespace, Map<String, String> labels,
-                           Map<String, String> namespaceLabels, Kind kind, String node) {
+                           Map<String, String> namespaceLabels, Kind kind, String node, boolean pings) {
+        /** An endpoint that can send pings. */
+        public Endpoint(String name, String ip, String namespace, Map<String, String> labels,
+                        Map<String, String> namespaceLabels, Kind kind, String node) {
+            this(name, ip, namespace, labels, namespaceLabels, kind, node, true);
+        }
+
         /** @return the same endpoint at another of its addresses (a dual-stack pod's or node's IPv6 one) */
         public Endpoint at(String address) {
-            return new Endpoint(name, address, namespace, labels, namespaceLabels, kind, node);
+            return new Endpoint(name, address, namespace, labels, namespaceLabels, kind, node, pings);
+        }
+
+        /** @return the same endpoint, unable to send pings (a sandbox) */
+        public Endpoint withoutPings() {
+            return new Endpoint(name, ip, namespace, labels, namespaceLabels, kind, node, false);
         }
 
         Map<String, Object> asJson() {
@@ -40,6 +52,9 @@ public final class NetworkPolicyModel {
             json.put("kind", kind.name().toLowerCase(java.util.Locale.ROOT));
             if (node != null) {
                 json.put("node", node);
+            }
+            if (!pings) {
+                json.put("pings", false);
             }
             if (kind == Kind.POD) {
                 json.put("namespace", namespace);
@@ -75,7 +90,26 @@ public final class NetworkPolicyModel {
     }
 
     /**
-     * @param fact  {@code nodeReachesPods}, {@code ipv4OnlyPodNetwork} or {@code linkScopedIpv6Dropped}
+     * The model with the facts of the cluster under test: its IP families (a pod network that carries IPv4 only, or
+     * dual-stack), and what its enforcer accepts whatever the policies say (cluster.env's ENFORCER_ICMP_ACCEPTED).
+     *
+     * @param k8s the cluster
+     * @return the model of its policies and facts
+     */
+    public static NetworkPolicyModel ofCluster(io.fabric8.kubernetes.client.KubernetesClient k8s) {
+        return new NetworkPolicyModel(k8s.network().v1().networkPolicies().inAnyNamespace().list().getItems())
+                .withFact("ipv4OnlyPodNetwork", !Attacks.dualStack(k8s))
+                .withFact("enforcerAcceptsIcmpEcho", enforcerAcceptsIcmpEcho());
+    }
+
+    /** @return whether the cluster's enforcer accepts ICMP echo requests whatever the policies say */
+    public static boolean enforcerAcceptsIcmpEcho() {
+        return java.util.Arrays.asList(Env.clusterEnv("ENFORCER_ICMP_ACCEPTED").split("\\s+")).contains("echo-request");
+    }
+
+    /**
+     * @param fact  {@code nodeReachesPods}, {@code ipv4OnlyPodNetwork}, {@code linkScopedIpv6Dropped} or
+     *              {@code enforcerAcceptsIcmpEcho}
      * @param holds whether the model assumes it (a mutation turns one off)
      * @return the model with that fact set
      */
