@@ -8,6 +8,12 @@ refuses the install with its reason. Run once, by validate.yaml; helm stops at t
 {{- fail "sandboxNamespace.name must differ from the release namespace: sandbox pods need a namespace of their own" }}
 {{- end }}
 
+{{- range .Values.networkPolicy.extraBlockedCidrs }}
+{{- if and (contains ":" .) (lt (atoi (last (splitList "/" .))) 3) }}
+{{- fail (printf "networkPolicy.extraBlockedCidrs: %s is wider than /3; tool pods reach IPv6 only in 2000::/3, so list the part of it to block, or set networkPolicy.ipv6=false to block all IPv6" .) }}
+{{- end }}
+{{- end }}
+
 {{- if gt (.Values.sandboxUidRange.min | int64) (.Values.sandboxUidRange.max | int64) }}
 {{- fail "sandboxUidRange.min must not be above sandboxUidRange.max" }}
 {{- end }}

@@ -5,6 +5,7 @@ import static io.sandboxd.policies.Yaml.at;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -64,8 +65,8 @@ class NetworkPolicyRenderTest {
     List<Map<String, Object>> egress = at(np, "spec", "egress");
     assertEquals(2, egress.size());
     List<Map<String, Object>> to = at(egress.get(0), "to");
-    assertEquals(List.of("0.0.0.0/0", "::/0"), to.stream().map(peer -> at(peer, "ipBlock", "cidr")).toList(),
-        "every public address of both families, but the blocked ranges (blockedRangesAtTheirEdges)");
+    assertEquals(List.of("0.0.0.0/0", "2000::/3"), to.stream().map(peer -> at(peer, "ipBlock", "cidr")).toList(),
+        "every IPv4 address and IPv6's global unicast, but the blocked ranges (blockedRangesAtTheirEdges)");
     assertEquals(ALL_PORTS_BUT_DNS, egress.get(0).get("ports"), "every port of a public address but DNS");
     assertEquals(List.of(Map.of(
         "namespaceSelector", Map.of("matchLabels", Map.of("kubernetes.io/metadata.name", "kube-system")),
@@ -76,33 +77,57 @@ class NetworkPolicyRenderTest {
 
   /**
    * Each range of blocked-ranges.yaml, read from its {@code $v4} and {@code $v6} lists, at its edges in the rendered
-   * tool policy: its first and last address are blocked, the addresses just outside it are not, unless another range
-   * of the list holds them. A range added to the list is tested without a line here.
+   * tool policy: its first and last address are not allowed, the addresses just outside it are, unless another range
+   * of the list holds them or (IPv6) they lie outside the public range the policy allows. The public IPv6 range, read
+   * from the same file, at its own edges. A range added to the list is tested without a line here.
    */
   @Test
   void blockedRangesAtTheirEdges() throws IOException {
     List<Map<String, Object>> to = at(DEFAULT.get("NetworkPolicy", "sandboxd-tool"), "spec", "egress", 0, "to");
-    List<String> except = new ArrayList<>(at(to.get(0), "ipBlock", "except"));
-    except.addAll(at(to.get(1), "ipBlock", "except"));
     List<String> ranges = blockedRanges();
+    String public6 = publicIpv6();
     for (String range : ranges) {
       int bits = address(range).length * 8;
-      int hostBits = bits - prefix(range);
-      BigInteger first = new BigInteger(1, address(range)).shiftRight(hostBits).shiftLeft(hostBits);
-      BigInteger last = first.add(BigInteger.ONE.shiftLeft(hostBits)).subtract(BigInteger.ONE);
-      for (BigInteger inside : List.of(first, last)) {
-        assertTrue(blocked(except, inside, bits), show(inside, bits) + " (in " + range + ") is blocked: " + except);
+      for (BigInteger inside : edges(range).subList(0, 2)) {
+        assertFalse(allowed(to, inside, bits), show(inside, bits) + " (in " + range + ") is blocked: " + to);
       }
-      for (BigInteger outside : List.of(first.subtract(BigInteger.ONE), last.add(BigInteger.ONE))) {
-        if (outside.signum() >= 0 && outside.bitLength() <= bits && !blocked(ranges, outside, bits)) {
-          assertFalse(blocked(except, outside, bits), show(outside, bits) + " (next to " + range + ") is not blocked");
+      for (BigInteger outside : edges(range).subList(2, 4)) {
+        if (outside.signum() >= 0 && outside.bitLength() <= bits && !in(ranges, outside, bits)
+            && (bits == 32 || in(List.of(public6), outside, bits))) {
+          assertTrue(allowed(to, outside, bits), show(outside, bits) + " (next to " + range + ") is not blocked");
         }
       }
     }
+    List<BigInteger> edges = edges(public6);
+    assertTrue(allowed(to, edges.get(0), 128) && allowed(to, edges.get(1), 128), public6 + " is allowed: " + to);
+    assertFalse(allowed(to, edges.get(2), 128) || allowed(to, edges.get(3), 128), "nothing next to " + public6);
+  }
+
+  /** A CIDR's first and last address, then the addresses just before and just after it. */
+  private static List<BigInteger> edges(String cidr) {
+    int hostBits = address(cidr).length * 8 - prefix(cidr);
+    BigInteger first = new BigInteger(1, address(cidr)).shiftRight(hostBits).shiftLeft(hostBits);
+    BigInteger last = first.add(BigInteger.ONE.shiftLeft(hostBits)).subtract(BigInteger.ONE);
+    return List.of(first, last, first.subtract(BigInteger.ONE), last.add(BigInteger.ONE));
+  }
+
+  /** Whether one of the rendered ipBlocks lets this address of {@code bits} bits through: in its cidr, in no except. */
+  private static boolean allowed(List<Map<String, Object>> to, BigInteger address, int bits) {
+    return to.stream().map(peer -> (Map<String, Object>) peer.get("ipBlock")).anyMatch(block ->
+        in(List.of((String) block.get("cidr")), address, bits)
+            && !in((List<String>) block.getOrDefault("except", List.of()), address, bits));
+  }
+
+  /** The public IPv6 range blocked-ranges.yaml gives ({@code ipv6Public}). */
+  private static String publicIpv6() throws IOException {
+    String source = Files.readString(HelmChart.CHART.resolve("policies/networkpolicies/blocked-ranges.yaml"));
+    Matcher line = Pattern.compile("(?m)^ipv6Public: \"([^\"]+)\"$").matcher(source);
+    assertTrue(line.find(), "blocked-ranges.yaml gives ipv6Public");
+    return line.group(1);
   }
 
   /** The ranges of blocked-ranges.yaml's {@code $v4} and {@code $v6} lists, as written there. */
-  private static List<String> blockedRanges() throws IOException {
+  static List<String> blockedRanges() throws IOException {
     String source = Files.readString(HelmChart.CHART.resolve("policies/networkpolicies/blocked-ranges.yaml"));
     List<String> ranges = new ArrayList<>();
     for (String family : List.of("v4", "v6")) {
@@ -119,7 +144,7 @@ class NetworkPolicyRenderTest {
   }
 
   /** Whether one of the CIDRs holds this address of {@code bits} bits (32 or 128). */
-  private static boolean blocked(List<String> cidrs, BigInteger address, int bits) {
+  private static boolean in(List<String> cidrs, BigInteger address, int bits) {
     return cidrs.stream().anyMatch(cidr -> {
       byte[] net = address(cidr);
       int hostBits = bits - prefix(cidr);
@@ -143,24 +168,22 @@ class NetworkPolicyRenderTest {
   @Test
   void multicastAndBroadcastAreBlockedAndEveryExceptionIsAStrictSubsetOfItsBlock() {
     List<Map<String, Object>> to = at(DEFAULT.get("NetworkPolicy", "sandboxd-tool"), "spec", "egress", 0, "to");
-    List<String> v4 = at(to.get(0), "ipBlock", "except");
-    List<String> v6 = at(to.get(1), "ipBlock", "except");
     // Multicast (mDNS, SSDP, all-nodes), the limited broadcast (inside 240.0.0.0/4) and IPv6 multicast of every scope.
-    for (String address : List.of("224.0.0.1", "224.0.0.251", "239.255.255.250", "255.255.255.255", "240.0.0.1")) {
-      assertTrue(v4.stream().anyMatch(c -> contains(c, address)), address + " is not blocked: " + v4);
+    for (String address : List.of("224.0.0.1", "224.0.0.251", "239.255.255.250", "255.255.255.255", "240.0.0.1",
+        "ff02::1", "ff02::fb", "ff05::1:3", "ff0e::1")) {
+      assertFalse(allowed(to, new BigInteger(1, address(address)), address(address).length * 8),
+          address + " is not blocked: " + to);
     }
-    for (String address : List.of("ff02::1", "ff02::fb", "ff05::1:3", "ff0e::1")) {
-      assertTrue(v6.stream().anyMatch(c -> contains(c, address)), address + " is not blocked: " + v6);
-    }
-    assertFalse(v4.stream().anyMatch(c -> contains(c, "223.255.255.255")), "the last unicast /8 stays open");
-    // The API accepts an except entry only as a strict subset of its cidr (0.0.0.0/0, ::/0): a longer prefix of
-    // the same family (it refuses ::ffff:0:0/96 in ::/0, which it reads as IPv4).
-    for (String cidr : v4) {
-      assertTrue(prefix(cidr) > 0 && address(cidr).length == 4, cidr);
-    }
-    for (String cidr : v6) {
-      assertTrue(prefix(cidr) > 0 && address(cidr).length == 16, cidr);
-      assertFalse(cidr.startsWith("::ffff:"), cidr);
+    assertTrue(allowed(to, new BigInteger(1, address("223.255.255.255")), 32), "the last unicast /8 stays open");
+    // The API accepts an except entry only as a strict subset of its cidr: a longer prefix of the same family inside
+    // it (it refuses ::ffff:0:0/96 in ::/0, which it reads as IPv4).
+    for (Map<String, Object> peer : to) {
+      String cidr = at(peer, "ipBlock", "cidr");
+      for (String except : (List<String>) ((Map<String, Object>) peer.get("ipBlock")).getOrDefault("except", List.of())) {
+        assertTrue(prefix(except) > prefix(cidr) && address(except).length == address(cidr).length
+            && contains(cidr, except.substring(0, except.indexOf('/'))), except + " in " + cidr);
+        assertFalse(except.startsWith("::ffff:"), except);
+      }
     }
   }
 
@@ -199,10 +222,15 @@ class NetworkPolicyRenderTest {
   void extraBlockedCidrsJoinTheirFamilyAndIpv6CanBeTurnedOff() {
     Map<String, Object> np = HelmChart.render(values(
         "networkPolicy.extraBlockedCidrs[0]", "192.0.2.0/24",
-        "networkPolicy.extraBlockedCidrs[1]", "2001:db8::/32")).get("NetworkPolicy", "sandboxd-tool");
+        "networkPolicy.extraBlockedCidrs[1]", "2001:db8::/32",
+        "networkPolicy.extraBlockedCidrs[2]", "fd12::/16")).get("NetworkPolicy", "sandboxd-tool");
     List<Map<String, Object>> to = at(np, "spec", "egress", 0, "to");
     assertEquals("192.0.2.0/24", ((List<?>) at(to.get(0), "ipBlock", "except")).getLast());
-    assertEquals("2001:db8::/32", ((List<?>) at(to.get(1), "ipBlock", "except")).getLast());
+    // An IPv6 range inside the public one is its exception; one outside it (ULA) is blocked already, so no exception.
+    assertEquals(List.of("2001:db8::/32"), at(to.get(1), "ipBlock", "except"));
+    HelmChart.HelmFailure wide = assertThrows(HelmChart.HelmFailure.class,
+        () -> HelmChart.render(values("networkPolicy.extraBlockedCidrs[0]", "::/1")));
+    assertTrue(wide.getMessage().contains("::/1 is wider than /3"), wide.getMessage());
 
     Map<String, Object> v4only = HelmChart.render(values("networkPolicy.ipv6", false)).get("NetworkPolicy", "sandboxd-tool");
     assertEquals(1, ((List<?>) at(v4only, "spec", "egress", 0, "to")).size());
