@@ -283,7 +283,9 @@ kube_router() { # the kube-router build of cluster.env's ENFORCER (build-k8s.sh 
 
 enforcer_up() { # kube-router in firewall-only mode enforces NetworkPolicy with iptables and ipsets (ip6tables too: dual)
   local v6=()
-  [ "$IP_FAMILIES" != dual ] || v6=(--service-cluster-ip-range="$SERVICE_CIDR6" --enable-ipv6=true)
+  # ENFORCER_IPV6=off leaves IPv6 unenforced on a dual-stack cluster: the mutation of the IPv6 cells
+  # (ENFORCER_IPV6=off node.sh restart-enforcer N clean; restart-enforcer N clean again to restore).
+  [ "$IP_FAMILIES" != dual ] || [ "${ENFORCER_IPV6:-on}" = off ] || v6=(--service-cluster-ip-range="$SERVICE_CIDR6" --enable-ipv6=true)
   start "kube-router$sfx" "$(kube_router)" --kubeconfig="$KUBECONFIG_ADMIN" --hostname-override="$NODE_NAME" \
     --run-firewall=true --run-router=false --run-service-proxy=false --service-cluster-ip-range="$SERVICE_CIDR" "${v6[@]}" \
     --health-port=20244 --metrics-port=0 --v=1
