@@ -125,9 +125,12 @@ public final class Env {
     public static final String IETF_192_0_0 = clusterEnv("TARGET_IETF_192_0_0");
     public static final String BENCHMARK_198_18 = clusterEnv("TARGET_BENCHMARK_198_18");
     public static final String RESERVED_240 = clusterEnv("TARGET_RESERVED_240");
-    /** Every blocked simulated target (each answers HTTP on :80 and DNS on :53 when nothing blocks it). */
-    public static final java.util.List<String> BLOCKED_TARGETS = java.util.List.of(METADATA_TARGET, PRIVATE_10, PRIVATE_172,
-            PRIVATE_192, AZURE_WIRESERVER, IETF_192_0_0, BENCHMARK_198_18, RESERVED_240);
+    /**
+     * Every blocked simulated target (each answers HTTP on :80 and DNS on :53 when nothing blocks it): cluster.env's
+     * TARGET_ALL but the public one, so a target added there is attacked without a line here.
+     */
+    public static final java.util.List<String> BLOCKED_TARGETS = java.util.Arrays.stream(
+            clusterEnv("TARGET_ALL").split("\\s+")).filter(a -> !a.isBlank() && !a.equals(PUBLIC_TARGET)).toList();
     /** The cluster DNS Service (kubelet clusterDNS, chart value networkPolicy.dns.serviceIP). */
     public static final String CLUSTER_DNS = clusterEnv("CLUSTER_DNS_IP");
     /** A documentation address routed only through the uplink: the guard must stop it. */
