@@ -167,12 +167,7 @@ class ChannelsIT {
         Attacks.onEveryNode(sandboxd.k8s(), "snippet", () -> Attacks.fromSnippet(sandboxd, args)).forEach((node, r) -> {
             assertTrue(r.allAsExpected(), "a snippet on " + node + " reaches nothing, on no channel: " + r);
             assertFalse(r.lines("closed-unless-self tcp:").isEmpty(), "another sandbox was attacked: " + r);
-            // No ICMP socket on either runtime (D17: the executor's seccomp filter; gVisor has no ping_group_range),
-            // so not one ping leaves, whatever the enforcer would let through.
-            assertFalse(r.lines("closed icmp:").isEmpty(), "pings were tried: " + r);
-            for (String icmp : r.lines("closed icmp:")) {
-                assertTrue(icmp.contains("could not send"), "no ICMP socket in a snippet: " + icmp);
-            }
+            assertNoPingLeft(r, "a snippet");
         });
     }
 
@@ -232,10 +227,7 @@ class ChannelsIT {
         args.addAll(each("--open", IPV6_TOOL_MAY));
         Report r = Attacks.fromTool(sandboxd, args);
         assertTrue(r.allAsExpected(), "a tool reaches the public internet through cluster DNS only: " + r);
-        assertFalse(r.lines("closed icmp:").isEmpty(), "pings were tried: " + r);
-        for (String icmp : r.lines("closed icmp:")) {
-            assertTrue(icmp.contains("could not send"), "no ICMP socket in a tool (D17): " + icmp);
-        }
+        assertNoPingLeft(r, "a tool");
     }
 
     @Test
@@ -262,7 +254,8 @@ class ChannelsIT {
                     .filter(ip -> !ip.equals(k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName("e2e-icmp-snippet").get()
                             .getStatus().getPodIP())).findFirst().orElseThrow();
             List<String> targets = List.of(Env.PUBLIC_TARGET, "gateway", coreDns, nodeIp);
-            String verdict = NetworkPolicyModel.enforcerAcceptsIcmpEcho() ? "--open" : "--closed";
+            boolean enforcerAccepts = NetworkPolicyModel.enforcerAcceptsIcmpEcho();
+            String verdict = enforcerAccepts ? "--open" : "--closed";
             List<String> pings = new ArrayList<>(List.of(verdict, "icmp:" + other));
             List<String> open = new ArrayList<>();
             for (String t : targets) {
@@ -273,12 +266,23 @@ class ChannelsIT {
             Report controlPings = Attacks.fromPod(control, "control", open);
             assertTrue(controlPings.allAsExpected(), "positive control pings every target: " + controlPings);
             io.sandboxd.e2e.support.ExecResult exec = execIn(k8s, "e2e-icmp-snippet", pings);
-            assertEquals(0, exec.exitCode(), (NetworkPolicyModel.enforcerAcceptsIcmpEcho()
+            assertEquals(0, exec.exitCode(), (enforcerAccepts
                     ? "every echo comes back, as the enforcer accepts them: " : "no echo comes back through the snippet policy: ")
                     + exec.stdout());
             assertFalse(exec.stdout().contains("could not send"), "the pings were really sent: " + exec.stdout());
         } finally {
             k8s.pods().inNamespace(Sandboxd.SANDBOX_NAMESPACE).withName("e2e-icmp-snippet").withGracePeriod(0).delete();
+        }
+    }
+
+    /**
+     * No ICMP socket on either runtime (D17: the in-pod servers' seccomp filter; gVisor has no ping_group_range), so
+     * not one ping leaves, whatever the enforcer would let through.
+     */
+    private static void assertNoPingLeft(Report r, String who) {
+        assertFalse(r.lines("closed icmp:").isEmpty(), "pings were tried: " + r);
+        for (String icmp : r.lines("closed icmp:")) {
+            assertTrue(icmp.contains("could not send"), "no ICMP socket in " + who + " (D17): " + icmp);
         }
     }
 
