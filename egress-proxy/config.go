@@ -18,6 +18,12 @@ type Config struct {
 	Namespace             string    `json:"namespace"`
 	ConnectTimeoutSeconds int       `json:"connectTimeoutSeconds"`
 	Limits                Limits    `json:"limits"`
+	// CA signs the certificates the proxy shows a tool on a connection it adds a credential to (credentials.go, ca.go):
+	// required when a profile has credentials.
+	CA *CAFiles `json:"ca,omitempty"`
+	// UpstreamRootsFile, a PEM bundle, is what the proxy trusts of the hosts it adds credentials for; empty: the
+	// system's roots, else the Mozilla roots compiled in (the image has no system store).
+	UpstreamRootsFile string `json:"upstreamRootsFile,omitempty"`
 }
 
 // Limits bound what the proxy holds, so that no tool pod and no project can take it from the others and no flood can
@@ -88,6 +94,8 @@ type Profile struct {
 	Port  int      `json:"port"`
 	Hosts []string `json:"hosts"`
 	Ports []int    `json:"ports"`
+	// Credentials the proxy adds to the requests of one project's tools of this profile, bound for their hosts.
+	Credentials []Credential `json:"credentials,omitempty"`
 }
 
 var (
@@ -144,6 +152,12 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("profile %q: port %d is not in 1..65535", p.Name, port)
 			}
 		}
+		if err := p.validateCredentials(); err != nil {
+			return fmt.Errorf("profile %q: %w", p.Name, err)
+		}
+	}
+	if err := c.validateCA(); err != nil {
+		return err
 	}
 	for _, cidr := range append(append([]string{}, c.BlockedCidrs...), c.AllowedCidrs...) {
 		if _, _, err := net.ParseCIDR(cidr); err != nil {

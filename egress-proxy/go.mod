@@ -1,10 +1,12 @@
 module sandboxd.io/egress-proxy
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/sirupsen/logrus v1.9.0
+	github.com/stripe/goproxy v0.0.0-20260826103935-0cd07c409a76
 	github.com/stripe/smokescreen v0.1.0
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/time v0.7.0
 	k8s.io/api v0.32.13
 	k8s.io/apimachinery v0.32.13
@@ -45,7 +47,6 @@ require (
 	github.com/prometheus/common v0.37.0 // indirect
 	github.com/prometheus/procfs v0.8.0 // indirect
 	github.com/rs/xid v1.2.1 // indirect
-	github.com/stripe/goproxy v0.0.0-20260826103935-0cd07c409a76 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	golang.org/x/mod v0.37.0 // indirect
 	golang.org/x/net v0.56.0 // indirect
