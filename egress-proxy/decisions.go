@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/sirupsen/logrus"
 	"github.com/stripe/smokescreen/pkg/smokescreen"
@@ -42,6 +43,11 @@ func (h *decisionFields) Fire(entry *logrus.Entry) error {
 	host, port := splitHostPort(requested)
 	profile, _ := data[smokescreen.LogFieldRole].(string)
 	h.proxy.fill(data, profile, source, host, port, allowed, reason)
+	if project, _ := data["project"].(string); allowed && data[smokescreen.LogFieldProxyType] == "connect" {
+		if c := h.proxy.credentials.lookup(profile, project, strings.ToLower(strings.TrimSuffix(host, "."))); c != nil {
+			data["credential"] = c.Name // its connection is terminated and the credential added (inject.go)
+		}
+	}
 	return nil
 }
 

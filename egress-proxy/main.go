@@ -28,6 +28,10 @@ func main() {
 	if *check {
 		for _, p := range config.Profiles {
 			fmt.Printf("profile %s: port %d, hosts %v, ports %v\n", p.Name, p.Port, p.Hosts, p.Ports)
+			for _, c := range p.Credentials {
+				fmt.Printf("  credential %s: project %s, hosts %v, header %s, value from %s\n", c.Name, c.Project,
+					c.Hosts, c.Header, c.File)
+			}
 		}
 		fmt.Printf("limits: %+v\n", config.Limits.withDefaults())
 		return

@@ -10,7 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"crypto/x509"
+
 	"github.com/sirupsen/logrus"
+	"github.com/stripe/goproxy"
 	"github.com/stripe/smokescreen/pkg/smokescreen"
 	acl "github.com/stripe/smokescreen/pkg/smokescreen/acl/v1"
 	"github.com/stripe/smokescreen/pkg/smokescreen/conntrack"
@@ -30,6 +33,10 @@ type Proxy struct {
 	limits            *connLimits
 	refusalLines      *rate.Limiter
 	refusalsNotLogged atomic.Int64
+	handler           *goproxy.ProxyHttpServer
+	credentials       credentials    // what the proxy adds, for which profile, project and host (credentials.go)
+	ca                *authority     // signs what the proxy shows a tool it adds a credential for (ca.go)
+	roots             *x509.CertPool // what it trusts of those hosts; nil: the system's (ca.go)
 }
 
 // NewProxy builds the proxy. resolver may be nil (the system's: the pod's cluster DNS).
@@ -72,7 +79,18 @@ func NewProxy(c *Config, logger *logrus.Logger, resolver smokescreen.Resolver, n
 		return conn, err
 	}
 	p := &Proxy{config: c, sconfig: sc, projects: names,
-		refusalLines: rate.NewLimiter(refusalLinesPerSecond, refusalLinesPerSecond)}
+		refusalLines: rate.NewLimiter(refusalLinesPerSecond, refusalLinesPerSecond), credentials: newCredentials(c)}
+	if len(p.credentials) > 0 {
+		var err error
+		if p.ca, err = loadAuthority(*c.CA); err != nil {
+			return nil, err
+		}
+	}
+	roots, err := loadRoots(c.UpstreamRootsFile)
+	if err != nil {
+		return nil, err
+	}
+	p.roots = roots
 	p.tunnels = &tunnels{refused: p.logRefusedTunnel, helloWait: sc.ReadHeaderTimeout, idle: sc.IdleTimeout,
 		lifetime: seconds(limits.TunnelSeconds)}
 	p.limits = newConnLimits(limits, names, p.logRefusedConnection)
@@ -88,6 +106,8 @@ func NewProxy(c *Config, logger *logrus.Logger, resolver smokescreen.Resolver, n
 	sc.ConnTracker = conntrack.NewTracker(sc.IdleTimeout, sc.MetricsClient, sc.Log, sc.ShuttingDown, nil)
 	handler := smokescreen.BuildProxy(sc)
 	handler.ConnectClientConnHandler = p.tunnels.guard
+	handler.ConnectCopyHandler = p.connectCopy // a tunnel, or a connection the proxy adds a credential to (inject.go)
+	p.handler = handler
 	// MaxHeaderBytes bounds what net/http buffers of a request line and its headers (it reads up to that plus its
 	// 4 KiB buffer, then answers 431); goproxy reads no request of its own on a CONNECT it does not intercept.
 	p.server = &http.Server{Handler: handler, ReadHeaderTimeout: sc.ReadHeaderTimeout, ReadTimeout: sc.ReadTimeout,
