@@ -34,16 +34,6 @@ class DisruptionTest {
   }
 
   @Test
-  void aRolloutStartsEveryNewReplicaFirstAndNeverServesWithFewer() {
-    Map<String, Object> strategy = at(HelmChart.render().get("Deployment", "sandboxd"), "spec", "strategy");
-    assertEquals(Map.of("type", "RollingUpdate", "rollingUpdate", Map.of("maxSurge", "100%", "maxUnavailable", 0L)),
-        strategy);
-    Map<String, Object> set = at(HelmChart.render(values("rollingUpdate.maxSurge", 1)).get("Deployment", "sandboxd"),
-        "spec", "strategy", "rollingUpdate");
-    assertEquals(Map.of("maxSurge", 1L, "maxUnavailable", 0L), set);
-  }
-
-  @Test
   void replicasSpreadOverNodesWithoutBlockingAOneNodeCluster() {
     Map<String, Object> pod = at(HelmChart.render().get("Deployment", "sandboxd"), "spec", "template", "spec");
     assertEquals(List.of(Map.of("topologyKey", "kubernetes.io/hostname", "maxSkew", 1L,
