@@ -24,6 +24,10 @@ import (
 // CA, over HTTP/1.1; the upstream gets exactly one credential, the right one, although the tool sent two of its own
 // (any case); the upstream echoes it, in a header and the body, and the tool reads the marker instead; a second
 // request on the same connection gets it too, and so does team-c's x-api-key with the tool's x_api_key removed.
+// Mutations run: (1) the tool's headers of the credential's name kept (and the credential added beside them): the
+// upstream got three Authorization values and answered 401, and this failed; (2) the body not searched
+// (resp.Body = r.body(...) removed): the tool read "Bearer sk-team-a-…" in the body, and this failed; (3) the headers
+// not searched: the tool read it in X-Echo, and this failed.
 func TestACredentialIsAddedForItsProjectProfileAndHostAndNeverEchoedBack(t *testing.T) {
 	f := startInjecting(t)
 	c, err := f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", []string{"http/1.1"})
@@ -73,8 +77,8 @@ func TestACredentialIsAddedForItsProjectProfileAndHostAndNeverEchoedBack(t *test
 // The Host of a request must be the CONNECT host, on every request: a tool whose CONNECT and SNI name allowed.test
 // and whose request names other.test (a neighbour on the same address, which a CDN would route to) is refused 403
 // before anything reaches the upstream; so is an absolute URL naming other.test.
-// Mutation run: the case `!in.isHost(req.Host)` in check removed: the request reached the upstream with Host
-// other.test and the credential, and this failed ("the upstream saw [{allowed.test other.test:… /echo [Bearer sk-…]}]").
+// Mutation run: the case `!in.isHost(req.Host)` in check removed: the request went to the upstream with Host
+// other.test and the key, which answered 200, and this failed.
 func TestARequestForAnotherHostIsRefused(t *testing.T) {
 	f := startInjecting(t)
 	for _, request := range []string{
@@ -134,8 +138,8 @@ func TestAClientHelloForAnotherHostIsRefused(t *testing.T) {
 
 // A redirect to another host is passed back to the tool as it came; a client that follows it (Go's, by default)
 // opens a new CONNECT to other.test, which has no credential: a plain tunnel, and the upstream gets no key there.
-// Mutation run: serve followed a 3xx itself (a second request with the same headers, the credential among them, to
-// the Location's host through a client of its own): the upstream saw /steal with the credential, and this failed.
+// Mutation run: serve followed a 3xx itself (the same headers, the credential among them, sent to the Location
+// through an http.Client dialling with smokescreen's dialer): other.test's /steal got the key, and this failed.
 func TestARedirectIsNotFollowedAndTheCredentialGoesNowhereElse(t *testing.T) {
 	f := startInjecting(t)
 	pool := x509.NewCertPool()
@@ -150,36 +154,41 @@ func TestARedirectIsNotFollowedAndTheCredentialGoesNowhereElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+	seen := f.requests()
+	for _, s := range seen {
+		if s.path == "/steal" && len(s.credentials) != 0 {
+			t.Fatalf("the redirect's target got the key: %+v", s)
+		}
+	}
+	if len(seen) != 2 || seen[0].path != "/redirect" || len(seen[0].credentials) != 1 || seen[1].path != "/steal" ||
+		seen[1].sni != "other.test" {
+		t.Fatalf("the upstream saw %+v", seen)
+	}
 	if resp.StatusCode != 200 || resp.Request.URL.Host != fmt.Sprintf("other.test:%d", f.upPort) {
 		t.Fatalf("the client ended at %s with %d", resp.Request.URL, resp.StatusCode)
 	}
-	seen := f.requests()
-	if len(seen) != 2 || seen[0].path != "/redirect" || len(seen[0].credentials) != 1 {
-		t.Fatalf("the upstream saw %+v", seen)
-	}
-	if seen[1].path != "/steal" || seen[1].sni != "other.test" || len(seen[1].credentials) != 0 {
-		t.Fatalf("the redirect's target got %+v", seen[1])
-	}
 }
 
-// A CONNECT to another name on the same address (other.test and allowed.test both resolve to 127.0.0.1) gets no
-// credential, whatever Host it then sends inside: the credential is chosen by the CONNECT's name, not its address.
-// The connection is a plain tunnel: the tool sees the upstream's own certificate.
-// Mutation run: credentialOf looked the credential up by the address the CONNECT host resolves to (any credential
-// host resolving to the same one): the upstream got the key on a connection to other.test, and this failed.
+// A CONNECT to another name on the same address (other.test and allowed.test both resolve to 127.0.0.1: two sites on
+// one CDN address) gets no credential: the credential is chosen by the CONNECT's name, never by its address. The
+// connection is a plain tunnel: the tool sees the upstream's own certificate.
+// Mutation run: credentialOf, finding none for the name, took a credential whose host resolves to the same address:
+// the upstream got the key in a request for other.test, and this failed.
 func TestAConnectToAnotherNameOnTheSameAddressGetsNoCredential(t *testing.T) {
 	f := startInjecting(t)
-	c, err := f.open(t, "127.0.0.2", "weather", "other.test", "other.test", nil, f.publicCA)
+	c, err := f.open(t, "127.0.0.2", "weather", "other.test", "other.test", nil)
 	if err != nil {
-		t.Fatalf("a tunnel to other.test did not reach the upstream's own certificate: %v", err)
+		t.Fatal(err)
 	}
-	c.send(t, f.get("allowed.test", "/echo"))
-	resp, _, err := c.answer()
-	if err != nil || resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("%v %v", resp, err)
+	c.send(t, f.get("other.test", "/echo"))
+	if _, _, err := c.answer(); err != nil {
+		t.Fatal(err)
 	}
 	if seen := f.requests(); len(seen) != 1 || len(seen[0].credentials) != 0 {
 		t.Fatalf("the upstream saw %+v", seen)
+	}
+	if issuer := c.tls.ConnectionState().PeerCertificates[0].Issuer.CommonName; issuer != "public-ca" {
+		t.Fatalf("the tool saw a certificate of %s, not the upstream's own", issuer)
 	}
 }
 
@@ -196,19 +205,20 @@ func TestNoCredentialForAnotherProjectNorAnotherProfile(t *testing.T) {
 		{"127.0.0.1", "weather", "no known project"},
 		{"127.0.0.2", "nokey", "the same project on another profile's port"},
 	} {
-		c, err := f.open(t, tc.source, tc.profile, "allowed.test", "allowed.test", nil, f.publicCA)
+		c, err := f.open(t, tc.source, tc.profile, "allowed.test", "allowed.test", nil)
 		if err != nil {
-			t.Fatalf("%s: not a plain tunnel: %v", tc.who, err)
+			t.Fatalf("%s: %v", tc.who, err)
 		}
 		c.send(t, f.get("allowed.test", "/echo"))
-		resp, _, err := c.answer()
-		if err != nil || resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("%s: %v %v", tc.who, resp, err)
+		if _, _, err := c.answer(); err != nil {
+			t.Fatalf("%s: %v", tc.who, err)
 		}
-	}
-	for _, s := range f.requests() {
-		if len(s.credentials) != 0 {
-			t.Fatalf("the upstream got a key: %+v", s)
+		seen := f.requests()
+		if last := seen[len(seen)-1]; len(last.credentials) != 0 {
+			t.Fatalf("%s: the upstream got a key: %+v", tc.who, last)
+		}
+		if issuer := c.tls.ConnectionState().PeerCertificates[0].Issuer.CommonName; issuer != "public-ca" {
+			t.Fatalf("%s: the tool saw a certificate of %s, not the upstream's own", tc.who, issuer)
 		}
 	}
 }
@@ -217,8 +227,8 @@ func TestNoCredentialForAnotherProjectNorAnotherProfile(t *testing.T) {
 // Transfer-Encoding: chunked, a second request for other.test hidden in what the Content-Length would count as its
 // body): each request is read, checked and written anew by the proxy, so the upstream gets the first and never the
 // second; the tool gets the first's answer, then 403.
-// Mutation run: the Host check only on a connection's first request (`first &&` before it): the second request
-// reached the upstream with Host other.test and the credential, and this failed.
+// Mutation run: the Host check only on a connection's first request (`in.first &&` before it): the second request
+// went to the upstream with Host other.test and the key, which answered it 200, and this failed.
 func TestAPipelinedRequestForAnotherHostNeverReachesTheUpstream(t *testing.T) {
 	f := startInjecting(t)
 	hidden := f.get("other.test", "/echo")
@@ -337,6 +347,7 @@ func TestTheValueIsReadAtEachUse(t *testing.T) {
 
 // A kept-alive connection the upstream closed while idle is replaced (smokescreen's dialer again) for a request
 // without a body, so the tool does not see a 502 for the upstream's keep-alive timeout.
+// Mutation run: no second try in roundTrip: the second request got 502, and this failed.
 func TestAnUpstreamThatClosedAKeptAliveConnectionIsDialledAgain(t *testing.T) {
 	f := startInjecting(t)
 	c, err := f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", nil)
