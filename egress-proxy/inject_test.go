@@ -289,7 +289,7 @@ func TestHTTP2IsNeverNegotiated(t *testing.T) {
 }
 
 // The credential's value, and its encodings, appear in no log line, the proxy's own nor goproxy's, whether the
-// request was served, echoed or refused.
+// request was served, echoed or refused; the lines name the credential instead (the CONNECT's decision too).
 // Mutation run: log added the request's headers (fields["headers"] = req.Header): the value appeared in the
 // CREDENTIAL-INJECTED lines, and this failed.
 func TestTheCredentialIsInNoLogLine(t *testing.T) {
@@ -306,6 +306,9 @@ func TestTheCredentialIsInNoLogLine(t *testing.T) {
 	}
 	if len(f.lines(credentialInjected)) != 2 || !f.refusedWith("is not the CONNECT host") {
 		t.Fatalf("the lines expected are missing:\n%s", f.logs.buf.String())
+	}
+	if connects := f.lines("CANONICAL-PROXY-DECISION"); len(connects) != 1 || connects[0]["credential"] != "weather-team-a" {
+		t.Fatalf("the CONNECT's decision does not name the credential: %v", connects)
 	}
 	logged := f.logs.buf.String() + f.upstreamLog.buf.String()
 	for _, needle := range newRedactor(secretA).needles {
