@@ -204,6 +204,9 @@ func (in *injection) prepare(req *http.Request, secret string) {
 			delete(req.Header, name)
 		}
 	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""} // none, rather than Request.Write's Go-http-client/1.1
+	}
 	req.Header.Set("Accept-Encoding", "identity")
 	req.Header.Set(in.credential.Header, in.credential.Prefix+secret)
 	req.Host = in.host

@@ -300,3 +300,10 @@ func (f *injectFixture) refusedWith(text string) bool {
 	}
 	return false
 }
+
+// String is what was written so far, read under the lock (the proxy may still be writing).
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -42,7 +42,7 @@ func TestACredentialIsAddedForItsProjectProfileAndHostAndNeverEchoedBack(t *test
 		c.send(t, f.get("allowed.test", "/echo", "Authorization: Bearer the-tools-own", "AUTHORIZATION: Bearer another"))
 		resp, body, err := c.answer()
 		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("request %d: %v %v %q\n%s", i, resp, err, body, f.logs.buf.String())
+			t.Fatalf("request %d: %v %v %q\n%s", i, resp, err, body, f.logs.String())
 		}
 		for _, echoed := range []string{body, resp.Header.Get("X-Echo")} {
 			if strings.Contains(echoed, secretA) || !strings.Contains(echoed, redactedMarker) {
@@ -60,7 +60,7 @@ func TestACredentialIsAddedForItsProjectProfileAndHostAndNeverEchoedBack(t *test
 		}
 	}
 	if len(f.lines(credentialInjected)) != 2 {
-		t.Fatalf("not one CREDENTIAL-INJECTED line a request:\n%s", f.logs.buf.String())
+		t.Fatalf("not one CREDENTIAL-INJECTED line a request:\n%s", f.logs.String())
 	}
 
 	c, err = f.open(t, "127.0.0.4", "weather", "allowed.test", "allowed.test", nil)
@@ -99,7 +99,7 @@ func TestARequestForAnotherHostIsRefused(t *testing.T) {
 		t.Fatalf("the upstream saw %v", seen)
 	}
 	if !f.refusedWith("Host other.test") {
-		t.Fatalf("no refusal logged:\n%s", f.logs.buf.String())
+		t.Fatalf("no refusal logged:\n%s", f.logs.String())
 	}
 }
 
@@ -132,7 +132,7 @@ func TestAClientHelloForAnotherHostIsRefused(t *testing.T) {
 		refused = refused || (l["msg"] == tunnelRefused && strings.Contains(reason, "the TLS SNI other.test is not"))
 	}
 	if !refused {
-		t.Fatalf("no TUNNEL-REFUSED line:\n%s", f.logs.buf.String())
+		t.Fatalf("no TUNNEL-REFUSED line:\n%s", f.logs.String())
 	}
 }
 
@@ -305,12 +305,12 @@ func TestTheCredentialIsInNoLogLine(t *testing.T) {
 		}
 	}
 	if len(f.lines(credentialInjected)) != 2 || !f.refusedWith("is not the CONNECT host") {
-		t.Fatalf("the lines expected are missing:\n%s", f.logs.buf.String())
+		t.Fatalf("the lines expected are missing:\n%s", f.logs.String())
 	}
 	if connects := f.lines("CANONICAL-PROXY-DECISION"); len(connects) != 1 || connects[0]["credential"] != "weather-team-a" {
 		t.Fatalf("the CONNECT's decision does not name the credential: %v", connects)
 	}
-	logged := f.logs.buf.String() + f.upstreamLog.buf.String()
+	logged := f.logs.String() + f.upstreamLog.String()
 	for _, needle := range newRedactor(secretA).needles {
 		if bytes.Contains([]byte(logged), needle) {
 			t.Fatalf("the log holds the credential (%q):\n%s", needle, logged)
