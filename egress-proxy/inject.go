@@ -127,12 +127,14 @@ func (in *injection) serve(client, target net.Conn) {
 			return
 		}
 		in.prepare(req, secret)
+		redactor := newRedactor(secret)
 		resp, err := up.roundTrip(req)
-		if err != nil {
-			in.refuse(http.StatusBadGateway, "the request to "+in.host+" failed: "+err.Error(), req)
+		if err != nil { // the error may quote what the upstream sent: searched as a response is
+			reason := string(redactor.replace([]byte("the request to " + in.host + " failed: " + err.Error())))
+			in.refuse(http.StatusBadGateway, reason, req)
 			return
 		}
-		if status, reason := in.redact(resp, req, newRedactor(secret)); status != 0 {
+		if status, reason := in.redact(resp, req, redactor); status != 0 {
 			_ = resp.Body.Close()
 			in.refuse(status, reason, req)
 			return

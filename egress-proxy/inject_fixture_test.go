@@ -169,7 +169,8 @@ func startInjecting(t testing.TB) *injectFixture {
 
 // serveUpstream is the keyed upstream: /echo answers 200 only with exactly one Authorization: Bearer secretA or one
 // x-api-key: secretC, and echoes the credentials it got in a header and in the body; /gzip the same, gzipped whatever
-// was asked; /redirect sends the client to other.test; every request is recorded.
+// was asked; /redirect sends the client to other.test; /malformed answers a status line that is the key; every
+// request is recorded.
 func (f *injectFixture) serveUpstream(w http.ResponseWriter, r *http.Request) {
 	var got []string
 	for name, values := range r.Header {
@@ -184,6 +185,11 @@ func (f *injectFixture) serveUpstream(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/redirect":
 		http.Redirect(w, r, fmt.Sprintf("https://other.test:%d/steal", f.upPort), http.StatusFound)
+		return
+	case "/malformed": // an answer that is no HTTP, quoting the key
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		_, _ = io.WriteString(conn, strings.ReplaceAll(echo, " ", "_")+"\r\n\r\n")
+		_ = conn.Close()
 		return
 	case "/bench", "/steal":
 		_, _ = io.WriteString(w, "ok")

@@ -290,8 +290,11 @@ func TestHTTP2IsNeverNegotiated(t *testing.T) {
 
 // The credential's value, and its encodings, appear in no log line, the proxy's own nor goproxy's, whether the
 // request was served, echoed or refused; the lines name the credential instead (the CONNECT's decision too).
-// Mutation run: log added the request's headers (fields["headers"] = req.Header): the value appeared in the
-// CREDENTIAL-INJECTED lines, and this failed.
+// An upstream's answer that is no HTTP and quotes the key gets a 502 whose reason (the parser's error, which quotes
+// the line) is searched as a response is.
+// Mutations run: (1) log added the request's headers (fields["headers"] = req.Header): the value appeared in the
+// CREDENTIAL-INJECTED lines, and this failed; (2) the 502's reason not searched: the tool read the key in it, and
+// this failed.
 func TestTheCredentialIsInNoLogLine(t *testing.T) {
 	f := startInjecting(t)
 	c, err := f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", nil)
@@ -309,6 +312,16 @@ func TestTheCredentialIsInNoLogLine(t *testing.T) {
 	}
 	if connects := f.lines("CANONICAL-PROXY-DECISION"); len(connects) != 1 || connects[0]["credential"] != "weather-team-a" {
 		t.Fatalf("the CONNECT's decision does not name the credential: %v", connects)
+	}
+	c, err = f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.send(t, f.get("allowed.test", "/malformed"))
+	resp, body, err := c.answer()
+	if err != nil || resp.StatusCode != http.StatusBadGateway || strings.Contains(body, secretA) ||
+		!strings.Contains(body, redactedMarker) {
+		t.Fatalf("an answer that is no HTTP, quoting the key: %v %v %q", resp, err, body)
 	}
 	logged := f.logs.String() + f.upstreamLog.String()
 	for _, needle := range newRedactor(secretA).needles {
