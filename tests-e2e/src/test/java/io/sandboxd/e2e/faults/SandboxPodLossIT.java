@@ -7,6 +7,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.sandboxd.e2e.support.ApiResponse;
+import io.sandboxd.e2e.support.BothRuntimes;
 import io.sandboxd.e2e.support.HostCommand;
 import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.Sandboxd;
@@ -23,9 +24,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Issue 13 point 4: the sandbox pod of a run under way is lost, deleted through the API or its processes killed on
  * the node. The caller gets the contract's 502 at once (not at the run's timeout), and the pool refills.
+ * <p>
+ * How a killed sandbox goes depends on its runtime (under gVisor its network stack dies with it and sends no reset),
+ * so the gVisor pass runs it as well as the fault pass.
  */
 @RunsAlone("deletes sandbox pods under runs")
 @Tag("faults")
+@BothRuntimes
 class SandboxPodLossIT {
     /** Runs long enough to be caught mid-run; its timeout is far from the answer the test expects. */
     private static final Map<String, Object> LONG_RUN = Map.of("code", "import time; time.sleep(50)", "timeout_s", 60);
