@@ -56,6 +56,14 @@ public final class LifecycleMatrix implements AutoCloseable {
 
     /** Where packets are aimed, what the policies judge there, and its channels. */
     public record Destination(String name, String ip, Endpoint judged, List<Channel> channels) {
+        /** @return its IPv6 twin: the same endpoint and channels at another address */
+        Destination at(String address) {
+            return new Destination(name + " IPv6", address, judged.at(address), channels);
+        }
+
+        boolean ipv6() {
+            return ip.contains(":");
+        }
     }
 
     /** A span of a source's life; packets in it are counted under its name (every phase expects the same verdict). */
@@ -78,6 +86,8 @@ public final class LifecycleMatrix implements AutoCloseable {
         private final String name;
         private final Role role;
         private volatile String ip;
+        /** Its IPv6 address, when it sprayed IPv6 destinations too. */
+        private volatile String ip6;
         private volatile Endpoint endpoint;
         private final List<Phase> phases = new CopyOnWriteArrayList<>();
 
@@ -91,9 +101,26 @@ public final class LifecycleMatrix implements AutoCloseable {
          * @param judged the endpoint the policies see (the pod it ran in)
          */
         public void sprayed(String stdout, Endpoint judged) {
-            this.ip = stdout.lines().filter(l -> l.startsWith("sandbox ipv4: ")).map(l -> l.substring(14).trim())
-                    .findFirst().orElseThrow(() -> new AssertionError(name + ": the sprayer did not run: " + stdout));
+            this.ip = address(stdout, "sandbox ipv4: ")
+                    .orElseThrow(() -> new AssertionError(name + ": the sprayer did not run: " + stdout));
+            this.ip6 = address(stdout, "sandbox ipv6: ").orElse(null);
             this.endpoint = judged;
+        }
+
+        private static Optional<String> address(String stdout, String prefix) {
+            return stdout.lines().filter(l -> l.startsWith(prefix)).map(l -> l.substring(prefix.length()).trim())
+                    .findFirst();
+        }
+
+        /** @return its address towards the destination's family */
+        String ipTowards(Destination d) {
+            if (!d.ipv6()) {
+                return ip;
+            }
+            if (ip6 == null) {
+                throw new AssertionError(name + " sprayed no IPv6 destination: its pod has no IPv6 address");
+            }
+            return ip6;
         }
 
         /** A phase in which the sandbox's open cells must have answered (it runs, its policy in force). */
@@ -177,31 +204,48 @@ public final class LifecycleMatrix implements AutoCloseable {
 
     /**
      * Starts a recorder at every destination: a pod of another namespace (on runc), a sandboxd replica, every node,
-     * and the simulated public, metadata and private targets.
+     * and the simulated public, metadata and private targets; on a dual-stack cluster each also at its IPv6 address,
+     * and the IPv6 public target and one in each blocked IPv6 range (cluster.env TARGET_ALL6).
      */
     private static LifecycleMatrix recordingAt(KubernetesClient k8s, Pod other) {
         List<Destination> destinations = new ArrayList<>();
         List<PacketRecorder> recorders = new ArrayList<>();
+        boolean dual = Attacks.dualStack(k8s);
         List<Channel> pod = List.of(new Channel("tcp", 8080), new Channel("udp", 123), new Channel("icmp", 0));
-        destinations.add(new Destination("pod of another namespace", ip(other), endpoint(k8s, other), pod));
+        Destination outside = new Destination("pod of another namespace", ip(other), endpoint(k8s, other), pod);
+        destinations.add(outside);
         recorders.add(PacketRecorder.inPodOf("pod of another namespace", ip(other)));
         Pod replica = Replicas.pods(k8s).getFirst();
-        destinations.add(new Destination("sandboxd replica", ip(replica), endpoint(k8s, replica),
-                                         List.of(new Channel("tcp", 8080))));
+        Destination sandboxd = new Destination("sandboxd replica", ip(replica), endpoint(k8s, replica),
+                                               List.of(new Channel("tcp", 8080)));
+        destinations.add(sandboxd);
         recorders.add(PacketRecorder.inPodOf("sandboxd replica", ip(replica)));
+        if (dual) {
+            destinations.add(outside.at(Attacks.podIp6(other).orElseThrow()));
+            destinations.add(sandboxd.at(Attacks.podIp6(replica).orElseThrow()));
+        }
         for (var node : Attacks.nodes(k8s)) {
             String name = node.getMetadata().getName();
             String nodeIp = Attacks.internalIp(node);
-            destinations.add(new Destination("node " + name, nodeIp, new Endpoint("node " + name, nodeIp, null,
+            Destination n = new Destination("node " + name, nodeIp, new Endpoint("node " + name, nodeIp, null,
                     Map.of(), Map.of(), Kind.NODE, name), List.of(new Channel("tcp", 10250), new Channel("udp", 123),
-                                                                 new Channel("icmp", 0))));
+                                                                 new Channel("icmp", 0)));
+            destinations.add(n);
+            if (dual) {
+                destinations.add(n.at(Attacks.internalIp6(node).orElseThrow()));
+            }
             String netns = LocalNodes.named(name).netns();
             recorders.add(PacketRecorder.in("node " + name, netns.isEmpty() ? "" : "/run/netns/" + netns));
         }
         List<Channel> external = List.of(new Channel("tcp", 80), new Channel("udp", 53), new Channel("udp", 123),
                                          new Channel("icmp", 0));
-        for (Map.Entry<String, String> target : Map.of("public target", Env.PUBLIC_TARGET, "metadata (blocked)",
-                Env.METADATA_TARGET, "private 10/8 (blocked)", Env.PRIVATE_10).entrySet()) {
+        Map<String, String> targets = new LinkedHashMap<>(Map.of("public target", Env.PUBLIC_TARGET,
+                "metadata (blocked)", Env.METADATA_TARGET, "private 10/8 (blocked)", Env.PRIVATE_10));
+        if (dual) {
+            targets.put("public target IPv6", Env.publicTarget6());
+            Env.blockedTargets6().forEach(t -> targets.put("blocked IPv6 " + t, t));
+        }
+        for (Map.Entry<String, String> target : targets.entrySet()) {
             destinations.add(new Destination(target.getKey(), target.getValue(), new Endpoint(target.getKey(),
                     target.getValue(), null, Map.of(), Map.of(), Kind.EXTERNAL, null), external));
         }
@@ -326,8 +370,9 @@ public final class LifecycleMatrix implements AutoCloseable {
             for (Destination d : destinations) {
                 for (Channel c : d.channels()) {
                     rows.add(new Row(s, d, c));
-                    cells.add(new Cell(s.endpoint, d.judged(), c.protocol().toUpperCase(java.util.Locale.ROOT),
-                                       c.port()));
+                    // To an IPv6 destination a pod sends from its IPv6 address: the policies judge that one.
+                    Endpoint from = d.ipv6() ? s.endpoint.at(s.ipTowards(d)) : s.endpoint;
+                    cells.add(new Cell(from, d.judged(), c.protocol().toUpperCase(java.util.Locale.ROOT), c.port()));
                 }
             }
         }
@@ -340,7 +385,8 @@ public final class LifecycleMatrix implements AutoCloseable {
         for (int i = 0; i < rows.size(); i++) {
             Row row = rows.get(i);
             String cell = row.destination().name() + " " + row.channel().name();
-            List<PacketRecorder.Packets> packets = bySource.getOrDefault(row.source().ip, List.of()).stream()
+            List<PacketRecorder.Packets> packets = bySource.getOrDefault(row.source().ipTowards(row.destination()),
+                                                                         List.of()).stream()
                     .filter(p -> p.destination().equals(row.destination().ip()) && row.channel().matches(p)).toList();
             long total = packets.stream().mapToLong(PacketRecorder.Packets::count).sum();
             if (row.source().role == Role.CONTROL) {
@@ -389,7 +435,8 @@ public final class LifecycleMatrix implements AutoCloseable {
                 + rows.size() + " cells (" + closedCells + " closed cells of sandboxes), every recorded packet judged;");
         for (Source s : sources) {
             report.append("\n  ").append(s.name).append(" [").append(s.role.name().toLowerCase(java.util.Locale.ROOT))
-                    .append(", ").append(s.ip).append(" on ").append(nodeOf(s.ip)).append("]: ")
+                    .append(", ").append(s.ip).append(s.ip6 == null ? "" : " " + s.ip6).append(" on ")
+                    .append(nodeOf(s.ip)).append("]: ")
                     .append(s.phases.stream().map(p -> p.name() + " " + (p.toMillis() - p.fromMillis()) + " ms")
                                     .collect(Collectors.joining(", ")));
             Optional.ofNullable(perSource.get(s.name)).ifPresent(cells1 -> report.append("\n      ").append(cells1));

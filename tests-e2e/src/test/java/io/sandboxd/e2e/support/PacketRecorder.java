@@ -15,16 +15,16 @@ import java.util.concurrent.TimeUnit;
 import com.fasterxml.jackson.databind.JsonNode;
 
 /**
- * A listener that records, by source address, every IPv4 packet the firewall let into one network namespace of this
- * machine: a node's own, the simulated targets', or a pod's (found by its address). It runs
+ * A listener that records, by source address, every packet the firewall let into one network namespace of this
+ * machine, IPv4 and IPv6: a node's own, the simulated targets', or a pod's (found by its address). It runs
  * {@code lifecycle/recorder.py} there (raw sockets: what arrives after netfilter's INPUT hook, whatever listens on the
  * port), keeping only sources of the pod network, and holds what it printed.
  */
 public final class PacketRecorder implements AutoCloseable {
     /** The program, from the test resources. */
     private static final Path PROGRAM = Env.repo().resolve("tests-e2e/src/test/resources/lifecycle/recorder.py");
-    /** The pod network (tests-e2e/cluster/cluster.env POD_CIDR): the only sources recorded. */
-    public static final String POD_CIDR = "10.244.0.0/16";
+    /** The pod network's ranges (cluster.env POD_CIDR, POD_CIDR6): the only sources recorded. */
+    private static final List<String> POD_CIDRS = List.of(Env.clusterEnv("POD_CIDR"), Env.clusterEnv("POD_CIDR6"));
 
     /** Packets of one tenth of a second from one source to one destination channel. */
     public record Packets(long atMillis, String source, String destination, String protocol, int port, int count) {
@@ -38,7 +38,8 @@ public final class PacketRecorder implements AutoCloseable {
     private PacketRecorder(String where, List<String> netns) throws IOException, InterruptedException {
         this.where = where;
         List<String> command = new ArrayList<>(netns);
-        command.addAll(List.of("python3", "-u", PROGRAM.toString(), POD_CIDR));
+        command.addAll(List.of("python3", "-u", PROGRAM.toString()));
+        command.addAll(POD_CIDRS);
         this.process = new ProcessBuilder(command).redirectErrorStream(true).start();
         CountDownLatch ready = new CountDownLatch(1);
         Thread.ofVirtual().start(() -> read(ready));
