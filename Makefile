@@ -20,7 +20,7 @@ TEST_NODES ?= 2
 # Extra Maven flags for `make e2e`, e.g. -De2e.chart=... -De2e.imageValues=... to install from a published release.
 E2E_FLAGS ?=
 
-.PHONY: help build format verify lint docs unit-test adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
+.PHONY: help build format verify lint docs unit-test unit-test-jvm unit-test-python adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -45,10 +45,14 @@ lint: ## ruff and mypy on toolrunner/ (their venv: /var/cache/sandboxd/lint-venv
 docs: ## regenerate the chart README's values reference (helm-docs, built once from the Go module proxy) and values.schema.json's descriptions from values.yaml
 	bash charts/helm-docs.sh
 
+# The JVM and Go lane beside the Python lane, one core each; each lane's output is printed whole when it ends.
 unit-test: ## unit tests: service, policies + chart, egress proxy, toolrunner (on CPython 3.11 to 3.14), toolrunner with Google ADK; the formatter check on every Java module
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit-test-jvm unit-test-python
+unit-test-jvm: ## unit tests of the service, the policies and chart, the egress proxy; the formatter check on every Java module
 	$(MVN) -pl service,policies -am install
 	cd egress-proxy && mkdir -p target && go test ./... 2>&1 | tee target/go-test.log  # the log: for .ci/failures.py
 	$(MVN) -pl tests-e2e validate  # the formatter check (spotless:check at validate) for the e2e suite's Java too
+unit-test-python: ## unit tests of the in-pod programs: toolrunner on CPython 3.11 to 3.14, toolrunner with Google ADK
 	cd toolrunner && python3 -m pytest -q --junitxml=target/pytest.xml
 	bash toolrunner/python-versions.sh  # the tool runner's tests on CPython 3.12, 3.13 and 3.14 too
 	$(MAKE) --no-print-directory adk-test
