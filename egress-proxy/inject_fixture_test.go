@@ -125,15 +125,7 @@ func startInjecting(t testing.TB) *injectFixture {
 	t.Cleanup(upstream.Close)
 	f.upPort = upstream.Listener.Addr().(*net.TCPAddr).Port
 
-	var listeners []net.Listener
-	for _, name := range []string{"weather", "nokey"} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listeners = append(listeners, l)
-		f.ports[name] = l.Addr().(*net.TCPAddr).Port
-	}
+	listeners := listenPerProfile(t, f.ports, "weather", "nokey")
 	config := &Config{
 		Profiles: []Profile{
 			{Name: "weather", Port: f.ports["weather"], Hosts: []string{"allowed.test", "other.test"},
@@ -235,14 +227,19 @@ func (f *injectFixture) open(t testing.TB, source, profile, name, sni string, ne
 	return f.openWith(t, source, profile, name, &tls.Config{ServerName: sni, RootCAs: pool, NextProtos: nextProtos})
 }
 
-func (f *injectFixture) openWith(t testing.TB, source, profile, name string, conf *tls.Config) (*toolConn, error) {
+// openAllowed opens the connection most tests use: team-a's tool on the weather profile to allowed.test.
+func (f *injectFixture) openAllowed(t testing.TB) *toolConn {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 2 * time.Second}
-	c, err := d.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", f.ports[profile]))
+	c, err := f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func (f *injectFixture) openWith(t testing.TB, source, profile, name string, conf *tls.Config) (*toolConn, error) {
+	t.Helper()
+	c := dialProfile(t, f.ports, source, profile)
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	authority := fmt.Sprintf("%s:%d", name, f.upPort)
 	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", authority, authority)

@@ -85,10 +85,7 @@ func TestARequestForAnotherHostIsRefused(t *testing.T) {
 		f.get("other.test", "/echo"),
 		fmt.Sprintf("GET https://other.test:%d/echo HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n", f.upPort, f.upPort),
 	} {
-		c, err := f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := f.openAllowed(t)
 		c.send(t, request)
 		resp, body, err := c.answer()
 		if err != nil || resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "is not the CONNECT host") {
@@ -237,10 +234,7 @@ func TestAPipelinedRequestForAnotherHostNeverReachesTheUpstream(t *testing.T) {
 		fmt.Sprintf("POST /echo HTTP/1.1\r\nHost: allowed.test:%d\r\nContent-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n%s",
 			f.upPort, len("0\r\n\r\n")+len(hidden), hidden),
 	} {
-		c, err := f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := f.openAllowed(t)
 		c.send(t, raw)
 		first, _, err := c.answer()
 		if err != nil || first.StatusCode != 200 {
@@ -274,10 +268,7 @@ func TestHTTP2IsNeverNegotiated(t *testing.T) {
 	if _, err := f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", []string{"h2"}); err == nil {
 		t.Fatal("a client offering h2 alone completed the handshake")
 	}
-	c, err = f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c = f.openAllowed(t)
 	c.send(t, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 	resp, body, err := c.answer()
 	if err != nil || resp.StatusCode/100 != 4 && resp.StatusCode != http.StatusHTTPVersionNotSupported {
@@ -297,10 +288,7 @@ func TestHTTP2IsNeverNegotiated(t *testing.T) {
 // this failed.
 func TestTheCredentialIsInNoLogLine(t *testing.T) {
 	f := startInjecting(t)
-	c, err := f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := f.openAllowed(t)
 	c.send(t, f.get("allowed.test", "/echo")+f.get("allowed.test", "/redirect")+f.get("other.test", "/echo"))
 	for i := 0; i < 3; i++ {
 		if _, _, err := c.answer(); err != nil {
@@ -313,10 +301,7 @@ func TestTheCredentialIsInNoLogLine(t *testing.T) {
 	if connects := f.lines("CANONICAL-PROXY-DECISION"); len(connects) != 1 || connects[0]["credential"] != "weather-team-a" {
 		t.Fatalf("the CONNECT's decision does not name the credential: %v", connects)
 	}
-	c, err = f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c = f.openAllowed(t)
 	c.send(t, f.get("allowed.test", "/malformed"))
 	resp, body, err := c.answer()
 	if err != nil || resp.StatusCode != http.StatusBadGateway || strings.Contains(body, secretA) ||
@@ -336,10 +321,7 @@ func TestTheCredentialIsInNoLogLine(t *testing.T) {
 func TestTheValueIsReadAtEachUse(t *testing.T) {
 	f := startInjecting(t)
 	file := filepath.Join(f.files, "weather-team-a")
-	c, err := f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := f.openAllowed(t)
 	if err := os.WriteFile(file, []byte("sk-rotated-0000000000"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -366,10 +348,7 @@ func TestTheValueIsReadAtEachUse(t *testing.T) {
 // Mutation run: no second try in roundTrip: the second request got 502, and this failed.
 func TestAnUpstreamThatClosedAKeptAliveConnectionIsDialledAgain(t *testing.T) {
 	f := startInjecting(t)
-	c, err := f.open(t, "127.0.0.2", "weather", "allowed.test", "allowed.test", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := f.openAllowed(t)
 	for i := 0; i < 2; i++ {
 		c.send(t, f.get("allowed.test", "/bench"))
 		if resp, _, err := c.answer(); err != nil || resp.StatusCode != 200 {

@@ -30,13 +30,7 @@ func (f fakeProjects) of(ip string) (string, string) {
 // dialFrom opens a connection to the profile's port from a loopback source address.
 func (f *fixture) dialFrom(t *testing.T, source, profile string) net.Conn {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 2 * time.Second}
-	c, err := d.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", f.ports[profile]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return dialProfile(t, f.ports, source, profile)
 }
 
 // slow opens a connection that sends the start of a CONNECT and never finishes its headers.

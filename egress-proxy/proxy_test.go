@@ -158,13 +158,8 @@ func startWith(t *testing.T, limits Limits, names projects) *fixture {
 	f.plainPort = plain.Listener.Addr().(*net.TCPAddr).Port
 
 	var listeners []net.Listener
-	for _, name := range []string{"weather", "other"} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, l := range listenPerProfile(t, f.ports, "weather", "other") {
 		listeners = append(listeners, countingListener{Listener: l, bytes: f.proxyBytes})
-		f.ports[name] = l.Addr().(*net.TCPAddr).Port
 	}
 	config := &Config{
 		Profiles: []Profile{
@@ -392,4 +387,31 @@ func clientHello(t *testing.T, sni string) []byte {
 	client.Close()
 	server.Close()
 	return buf[:n]
+}
+
+// listenPerProfile opens a loopback listener for each profile and records its port in ports.
+func listenPerProfile(t testing.TB, ports map[string]int, profiles ...string) []net.Listener {
+	t.Helper()
+	var listeners []net.Listener
+	for _, name := range profiles {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listeners = append(listeners, l)
+		ports[name] = l.Addr().(*net.TCPAddr).Port
+	}
+	return listeners
+}
+
+// dialProfile opens a connection to a profile's port from a loopback source address, closed with the test.
+func dialProfile(t testing.TB, ports map[string]int, source, profile string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 2 * time.Second}
+	c, err := d.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[profile]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
