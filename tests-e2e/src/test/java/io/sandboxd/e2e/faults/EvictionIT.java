@@ -49,8 +49,8 @@ class EvictionIT {
         boolean first;
         boolean second;
         Duration replaced;
-        try (ServiceLoad load = ServiceLoad.start(sandboxd, RollingUpgradeIT.CLIENTS, Duration.ofSeconds(90))) {
-            load.awaitAnswers(RollingUpgradeIT.CLIENTS, Duration.ofMinutes(1));
+        try (ServiceLoad load = ServiceLoad.start(sandboxd, RolloutsIT.CLIENTS, Duration.ofSeconds(90))) {
+            load.awaitAnswers(RolloutsIT.CLIENTS, Duration.ofMinutes(1));
             // One attempt each, as a drain tries: fabric8 retries a 429 by default, until the budget allows it.
             try (KubernetesClient once = new KubernetesClientBuilder().withConfig(
                     new ConfigBuilder(k8s.getConfiguration()).withRequestRetryBackoffLimit(0).build()).build()) {
@@ -58,7 +58,7 @@ class EvictionIT {
                 second = once.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(replicas.get(1)).evict();
             }
             replaced = Replicas.awaitReplaced(k8s, List.of(replicas.get(0)), Duration.ofMinutes(5));
-            load.awaitMoreAnswers(2 * RollingUpgradeIT.CLIENTS, Duration.ofMinutes(1));
+            load.awaitMoreAnswers(2 * RolloutsIT.CLIENTS, Duration.ofMinutes(1));
             summary = load.stop();
         }
         Duration pool = Replicas.awaitPoolAtTarget(Sandboxd.reconnect(), Duration.ofMinutes(3));

@@ -36,14 +36,14 @@ class ReplicaCrashIT {
         List<String> heldAtKill;
         long killed;
         Duration replaced;
-        try (ServiceLoad load = ServiceLoad.start(sandboxd, RollingUpgradeIT.CLIENTS, Duration.ofSeconds(90))) {
-            load.awaitAnswers(2 * RollingUpgradeIT.CLIENTS, Duration.ofMinutes(1));
+        try (ServiceLoad load = ServiceLoad.start(sandboxd, RolloutsIT.CLIENTS, Duration.ofSeconds(90))) {
+            load.awaitAnswers(2 * RolloutsIT.CLIENTS, Duration.ofMinutes(1));
             heldAtKill = Replicas.poolPodsHeldBy(k8s, List.of(victim)).stream()
                     .map(p -> p.getMetadata().getName() + " " + Replicas.state(p)).toList();
             k8s.pods().inNamespace(Sandboxd.RELEASE_NAMESPACE).withName(victim).withGracePeriod(0).delete();
             killed = System.nanoTime();
             replaced = Replicas.awaitReplaced(k8s, List.of(victim), Duration.ofMinutes(5));
-            load.awaitMoreAnswers(2 * RollingUpgradeIT.CLIENTS, Duration.ofMinutes(1));
+            load.awaitMoreAnswers(2 * RolloutsIT.CLIENTS, Duration.ofMinutes(1));
             summary = load.stop();
         }
         Duration pool = Replicas.awaitPoolAtTarget(Sandboxd.reconnect(), Duration.ofMinutes(3));
@@ -56,7 +56,7 @@ class ReplicaCrashIT {
                 "; replacement Ready %d s after the kill, pool at target %.0f s after the kill; held by the "
                         + "replica when it was killed: %s, all deleted %.0f s after the kill",
                 replaced.toSeconds(), (poolAt - killed) / 1e9, heldAtKill, cleaned));
-        assertTrue(summary.failed().size() <= RollingUpgradeIT.CLIENTS,
+        assertTrue(summary.failed().size() <= RolloutsIT.CLIENTS,
                    "only requests in flight on the killed replica fail (at most one per client): " + summary.failed());
         for (ServiceLoad.Outcome failed : summary.failed()) {
             assertTrue(failed.startNanos() <= killed + Duration.ofSeconds(10).toNanos(),
