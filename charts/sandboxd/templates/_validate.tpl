@@ -77,6 +77,44 @@ refuses the install with its reason. Run once, by validate.yaml; helm stops at t
 {{- fail "tool.egress.proxy.basePort leaves no room for a port per profile below 65536" }}
 {{- end }}
 
+{{- /* Credentials of the egress profiles (issue 48, D18): what the proxy checks of them (egress-proxy/credentials.go),
+     refused at install rather than by a proxy that would not start; and each name once, being its file's path. */}}
+{{- $credentialProfiles := dict }}
+{{- range $profile := keys $egress.profiles | sortAlpha }}
+{{- $p := get $egress.profiles $profile }}
+{{- $chosen := dict }}
+{{- range $c := $p.credentials | default list }}
+{{- $where := printf "tool.egress.profiles.%s.credentials %s" $profile $c.name }}
+{{- if hasKey $credentialProfiles $c.name }}
+{{- fail (printf "%s: profile %s has a credential of the same name; a name is its file in the proxy (/etc/sandboxd-egress/credentials/<name>/value), so it must be unique across the profiles" $where (get $credentialProfiles $c.name)) }}
+{{- end }}
+{{- $_ := set $credentialProfiles $c.name $profile }}
+{{- $header := lower $c.header | replace "_" "-" }}
+{{- if or (has $header (list "host" "content-length" "transfer-encoding" "connection" "keep-alive" "upgrade" "te" "trailer" "expect" "content-encoding" "accept-encoding")) (hasPrefix "proxy-" $header) }}
+{{- fail (printf "%s: header %s frames the request, routes it or belongs to the hop, and cannot carry a credential (Host, Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade, TE, Trailer, Expect, Content-Encoding, Accept-Encoding, Proxy-*)" $where $c.header) }}
+{{- end }}
+{{- range $host := $c.hosts }}
+{{- if contains "*" $host }}
+{{- fail (printf "%s: host %s is not an exact name: a credential goes to exact hosts only" $where $host) }}
+{{- end }}
+{{- $allowed := false }}
+{{- range $p.hosts }}
+{{- if or (eq . $host) (and (hasPrefix "*." .) (hasSuffix (trimPrefix "*" .) $host)) }}
+{{- $allowed = true }}
+{{- end }}
+{{- end }}
+{{- if not $allowed }}
+{{- fail (printf "%s: host %s is not allowed by the profile's hosts %s" $where $host (toJson $p.hosts)) }}
+{{- end }}
+{{- $key := printf "%s %s" $c.project $host }}
+{{- if hasKey $chosen $key }}
+{{- fail (printf "tool.egress.profiles.%s.credentials: %s and %s both fill requests of project %s to %s: one credential per project and host in a profile" $profile (get $chosen $key) $c.name $c.project $host) }}
+{{- end }}
+{{- $_ := set $chosen $key $c.name }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- if and .Values.runtimeClass.create (not .Values.runtimeClassName) }}
 {{- fail "runtimeClass.create=true needs runtimeClassName: the name of the RuntimeClass to create, which sandbox pods then use (e.g. --set runtimeClassName=gvisor)" }}
 {{- end }}

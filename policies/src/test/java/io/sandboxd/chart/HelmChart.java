@@ -106,6 +106,23 @@ public final class HelmChart {
 
   /** Renders a scratch copy whose templates under {@code templates} have their hook annotation renamed. */
   private static Rendered renderWithHooksOf(Map<String, Object> values, String templates) {
+    return renderCopy(values, templates, text -> text.replace("helm.sh/hook:", RENAMED_HOOK_ANNOTATION + ":"));
+  }
+
+  /**
+   * Renders a scratch copy of the chart whose {@code lookup} calls are replaced by {@code found}, a template
+   * expression (e.g. {@code dict}: nothing found, as {@code helm template} and a first install see it), every hook
+   * included and renamed like {@link #renderWithTestHooks}'s. helm-java's template asks the API server of the
+   * kubeconfig for a lookup, where {@code helm template} asks none.
+   */
+  public static Rendered renderWithLookup(Map<String, Object> values, String found) {
+    String replacement = java.util.regex.Matcher.quoteReplacement("(" + found + ")");
+    return renderCopy(values, "templates", text -> text.replace("helm.sh/hook:", RENAMED_HOOK_ANNOTATION + ":")
+        .replaceAll("\\(lookup \"v1\" \"Secret\" [^)]*\\)", replacement));
+  }
+
+  private static Rendered renderCopy(Map<String, Object> values, String templates,
+      java.util.function.UnaryOperator<String> edit) {
     Path scratch = null;
     try {
       scratch = Files.createTempDirectory("sandboxd-chart");
@@ -118,7 +135,7 @@ public final class HelmChart {
           } else if (Files.isDirectory(file)) {
             Files.createDirectories(target);
           } else if (CHART.relativize(file).startsWith(templates)) {
-            Files.writeString(target, Files.readString(file).replace("helm.sh/hook:", RENAMED_HOOK_ANNOTATION + ":"));
+            Files.writeString(target, edit.apply(Files.readString(file)));
           } else {
             Files.copy(file, target);
           }
