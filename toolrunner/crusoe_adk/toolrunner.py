@@ -8,7 +8,8 @@ Started by sandboxd in a one-use pod as `python3 -m crusoe_adk.toolrunner` (docs
 Every request but GET /healthz must carry `Authorization: Bearer <the pod's secret>` (401 otherwise).
 Environment: SANDBOXD_POD_TOKEN_SHA256 (required: the verifier of the pod's secret, set by sandboxd; removed from the
 environment at start), TOOLRUNNER_PORT (default 8080), TOOLRUNNER_PRELOAD (a module imported before
-serving: sandboxd sets the default module "agent" on warm tool pods).
+serving: sandboxd sets the default module "agent" on warm tool pods), SANDBOXD_EGRESS_CA (the egress proxy's CA
+certificate, on pods of a profile with credentials: trusted beside the default roots, egress_ca.py).
 """
 import asyncio
 import importlib
@@ -23,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NoReturn
 
-from . import podguard
+from . import egress_ca, podguard
 
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 
@@ -213,6 +214,9 @@ def main() -> None:
     # so the agent's own agent.py is importable.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
+    # Before any of the tool's code runs (the preload is its first): its TLS clients trust the egress proxy's CA
+    # beside the roots they trusted before.
+    egress_ca.install_or_warn("crusoe_adk.toolrunner")
     preload(os.environ.get("TOOLRUNNER_PRELOAD", ""))
     server = ToolRunnerServer(("0.0.0.0", port), ToolRunnerHandler)
     server.tool_call = ToolCall()
