@@ -1,8 +1,10 @@
 package io.sandboxd.config;
 
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import io.helidon.config.Config;
 
@@ -18,15 +20,31 @@ import io.helidon.config.Config;
  *                       when there are no profiles
  * @param profilePorts   the proxy's port of each profile, by name
  * @param internet       whether a call may have {@link #INTERNET} at all (chart value {@code tool.egress.internet})
+ * @param credentialProfiles the profiles with credentials (issue 48, D18): their tool pods trust the egress proxy's
+ *                       CA; only whether a profile has any, never a credential, its value or its Secret
+ * @param caConfigMap    the ConfigMap of the sandbox namespace holding the CA's certificate alone (key
+ *                       {@code ca.crt}, D19); empty when no profile has credentials
  */
 public record EgressSettings(String defaultProfile, String proxyHost, Map<String, Integer> profilePorts,
-                             boolean internet) {
+                             boolean internet, Set<String> credentialProfiles, String caConfigMap) {
 
     /** The default egress: no proxy, the tool NetworkPolicy's public internet. */
     public static final String INTERNET = "internet";
 
     public EgressSettings {
         profilePorts = Map.copyOf(profilePorts);
+        credentialProfiles = Set.copyOf(credentialProfiles);
+        caConfigMap = caConfigMap == null ? "" : caConfigMap;
+        for (String profile : credentialProfiles) {
+            if (!profilePorts.containsKey(profile)) {
+                throw new IllegalArgumentException("sandbox.tool.egress.profiles: \"" + profile
+                                                           + "\" has credentials but is not a profile");
+            }
+        }
+        if (!credentialProfiles.isEmpty() && caConfigMap.isBlank()) {
+            throw new IllegalArgumentException("sandbox.tool.egress.caConfigMap is required with a profile that "
+                                                       + "has credentials");
+        }
         if (profilePorts.containsKey(INTERNET)) {
             throw new IllegalArgumentException("sandbox.tool.egress.profiles: \"internet\" is reserved");
         }
@@ -56,6 +74,19 @@ public record EgressSettings(String defaultProfile, String proxyHost, Map<String
     }
 
     /**
+     * Settings of profiles none of which has credentials.
+     *
+     * @param defaultProfile profile of a token without an {@code egress} claim
+     * @param proxyHost      the egress proxy's Service name
+     * @param profilePorts   the proxy's port of each profile, by name
+     * @param internet       whether a call may have {@link #INTERNET} at all
+     */
+    public EgressSettings(String defaultProfile, String proxyHost, Map<String, Integer> profilePorts,
+                          boolean internet) {
+        this(defaultProfile, proxyHost, profilePorts, internet, Set.of(), "");
+    }
+
+    /**
      * @return the default: every call has the internet profile, no proxy
      */
     public static EgressSettings internetOnly() {
@@ -70,13 +101,27 @@ public record EgressSettings(String defaultProfile, String proxyHost, Map<String
         return (internet && INTERNET.equals(profile)) || profilePorts.containsKey(profile);
     }
 
+    /**
+     * @param profile a profile name
+     * @return whether its tool pods trust the egress proxy's CA: the profile has credentials
+     */
+    public boolean trustsEgressCa(String profile) {
+        return credentialProfiles.contains(profile);
+    }
+
     static EgressSettings from(Config node) {
         Map<String, Integer> ports = new LinkedHashMap<>();
+        Set<String> credentials = new LinkedHashSet<>();
         for (Config entry : node.get("profiles").asNodeList().orElse(List.of())) {
-            ports.put(entry.get("name").asString().get(), entry.get("port").asInt().get());
+            String name = entry.get("name").asString().get();
+            ports.put(name, entry.get("port").asInt().get());
+            if (entry.get("credentials").asBoolean().orElse(false)) {
+                credentials.add(name);
+            }
         }
         return new EgressSettings(node.get("defaultProfile").asString().orElse(INTERNET),
                                   node.get("proxyHost").asString().orElse(""), ports,
-                                  node.get("internet").asBoolean().orElse(true));
+                                  node.get("internet").asBoolean().orElse(true), credentials,
+                                  node.get("caConfigMap").asString().orElse(""));
     }
 }

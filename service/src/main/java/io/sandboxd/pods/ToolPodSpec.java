@@ -14,6 +14,10 @@ import io.sandboxd.config.ToolSettings;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeBuilder;
+import io.fabric8.kubernetes.api.model.VolumeMount;
+import io.fabric8.kubernetes.api.model.VolumeMountBuilder;
 
 /**
  * The one place the tool-call sandbox pod is written: the agent's own image running {@code crusoe_adk.toolrunner},
@@ -37,6 +41,22 @@ public final class ToolPodSpec {
      * ready, so the call finds it imported.
      */
     private static final List<EnvVar> WARM_POD_ENV = List.of(new EnvVar("TOOLRUNNER_PRELOAD", "agent", null));
+
+    /**
+     * The volume of the egress proxy's CA certificate (issue 48, D18, D19) in a tool pod of a profile with
+     * credentials: the chart's ConfigMap of the sandbox namespace, its key {@code ca.crt} alone, read-only. The
+     * admission policy {@code sandboxd-egress-ca-volume} admits exactly this volume and no other configMap.
+     */
+    public static final String EGRESS_CA_VOLUME = "egress-ca";
+    /** The ConfigMap's one key, and the file's name in the volume. */
+    public static final String EGRESS_CA_KEY = "ca.crt";
+    /** Where the tool runner container mounts it. */
+    public static final String EGRESS_CA_DIR = "/etc/sandboxd/egress-ca";
+    /**
+     * The variable naming the CA file: the tool runner then trusts the CA beside the image's roots
+     * ({@code crusoe_adk/egress_ca.py}: {@code SSL_CERT_FILE}, {@code REQUESTS_CA_BUNDLE}, {@code CURL_CA_BUNDLE}).
+     */
+    public static final String EGRESS_CA_ENV = "SANDBOXD_EGRESS_CA";
 
     private final String namespace;
     private final ToolSettings tool;
@@ -112,7 +132,7 @@ public final class ToolPodSpec {
         annotations.put(SandboxLabels.AGENT_ANNOTATION, agent);
         annotations.put(SandboxLabels.REQUEST_ANNOTATION, requestId);
         return build(image, egress, labels, annotations, activeDeadline.toSeconds(), uids.next(),
-                     PodToken.unstampedEnvVar(), security, proxy.env(egress));
+                     PodToken.unstampedEnvVar(), security, concat(proxy.env(egress), egressCaEnv(egress)));
     }
 
     /**
@@ -128,7 +148,7 @@ public final class ToolPodSpec {
         labels.put(SandboxLabels.STATE, SandboxLabels.STATE_WARM);
         labels.put(SandboxLabels.POD_SPEC, revision(image));
         return build(image, egress, labels, new LinkedHashMap<>(), null, uids.next(), PodToken.unstampedEnvVar(),
-                     security, concat(WARM_POD_ENV, proxy.env(egress)));
+                     security, concat(concat(WARM_POD_ENV, proxy.env(egress)), egressCaEnv(egress)));
     }
 
     /** The egress profile of an image's warm pods ({@code tool.warmImages}' {@code egress}). */
@@ -136,8 +156,20 @@ public final class ToolPodSpec {
         return warmEgress.getOrDefault(image, EgressSettings.INTERNET);
     }
 
-    private static List<EnvVar> concat(List<EnvVar> a, List<EnvVar> b) {
-        List<EnvVar> all = new ArrayList<>(a);
+    /** Whether a pod of this profile trusts the egress proxy's CA: the profile has credentials. */
+    private boolean trustsEgressCa(String egress) {
+        return tool.egress().trustsEgressCa(egress);
+    }
+
+    /** The variable naming the CA file, on pods of a profile with credentials; none on the others. */
+    private List<EnvVar> egressCaEnv(String egress) {
+        return trustsEgressCa(egress)
+                ? List.of(new EnvVar(EGRESS_CA_ENV, EGRESS_CA_DIR + "/" + EGRESS_CA_KEY, null))
+                : List.of();
+    }
+
+    private static <T> List<T> concat(List<T> a, List<T> b) {
+        List<T> all = new ArrayList<>(a);
         all.addAll(b);
         return all;
     }
@@ -154,7 +186,8 @@ public final class ToolPodSpec {
             labels.put(SandboxLabels.STATE, SandboxLabels.STATE_WARM);
             return PodRevision.of(build(i, egress, labels, new LinkedHashMap<>(), null, security.sandboxUids().min(),
                                         PodToken.unstampedEnvVar(), security.asAnyReplica(),
-                                        concat(WARM_POD_ENV, proxy.envForRevision(egress))));
+                                        concat(concat(WARM_POD_ENV, proxy.envForRevision(egress)),
+                                               egressCaEnv(egress))));
         });
     }
 
@@ -208,6 +241,18 @@ public final class ToolPodSpec {
         env.addAll(extraEnv);
         // The tool runner answers /call only with this pod's own secret (not the gate).
         env.add(podToken);
+        List<VolumeMount> mounts = new ArrayList<>(List.of(
+                new VolumeMountBuilder().withName("tmp").withMountPath("/tmp").build()));
+        List<Volume> volumes = new ArrayList<>(List.of(PodHardening.emptyDir("tmp", tool.tmpSizeLimit())));
+        if (trustsEgressCa(egress)) {
+            // The CA's certificate only (never its key, never a credential), read-only, in the tool runner alone.
+            mounts.add(new VolumeMountBuilder().withName(EGRESS_CA_VOLUME).withMountPath(EGRESS_CA_DIR)
+                               .withReadOnly(true).build());
+            volumes.add(new VolumeBuilder().withName(EGRESS_CA_VOLUME).withNewConfigMap()
+                                .withName(tool.egress().caConfigMap())
+                                .addNewItem().withKey(EGRESS_CA_KEY).withPath(EGRESS_CA_KEY).endItem()
+                                .endConfigMap().build());
+        }
         Pod pod = new PodBuilder()
                 .withNewMetadata()
                     .withGenerateName(GENERATE_NAME)
@@ -234,9 +279,9 @@ public final class ToolPodSpec {
                         .withResources(PodHardening.resources(tool.limits(), tool.requests()))
                         .withSecurityContext(PodHardening.containerSecurityContext(security, uid))
                         .withReadinessProbe(PodHardening.readiness(CONTAINER))
-                        .addNewVolumeMount().withName("tmp").withMountPath("/tmp").endVolumeMount()
+                        .withVolumeMounts(mounts)
                     .endContainer()
-                    .withVolumes(PodHardening.emptyDir("tmp", tool.tmpSizeLimit()))
+                    .withVolumes(volumes)
                 .endSpec()
                 .build();
         return PodHardening.hardenPod(pod, security, uid);
