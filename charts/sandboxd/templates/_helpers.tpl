@@ -171,6 +171,28 @@ the NetworkPolicies all take the ports from here.
 {{- end }}
 
 {{/*
+The egress profiles with credentials (issue 48, D18), sorted by name and comma-separated; empty when no profile has
+any. Their tool pods trust the egress proxy's CA: sandboxd's configuration and the admission params take them from here.
+*/}}
+{{- define "sandboxd.egressCredentialProfiles" -}}
+{{- $names := list }}
+{{- range $name, $profile := .Values.tool.egress.profiles }}
+{{- if $profile.credentials }}
+{{- $names = append $names $name }}
+{{- end }}
+{{- end }}
+{{- join "," $names }}
+{{- end }}
+
+{{/*
+Name of the ConfigMap of the sandbox namespace holding the egress proxy's CA certificate alone (key ca.crt, D19):
+rendered when some profile has credentials, mounted by sandboxd into the tool pods of those profiles.
+*/}}
+{{- define "sandboxd.egressCaCertName" -}}
+{{- printf "%s-cert" (include "sandboxd.suffixedName" (dict "ctx" . "suffix" "egress-ca")) }}
+{{- end }}
+
+{{/*
 Name of the egress proxy's Deployment, Service, ServiceAccount and ConfigMap.
 */}}
 {{- define "sandboxd.egressProxyName" -}}

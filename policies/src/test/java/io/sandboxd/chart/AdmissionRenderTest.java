@@ -5,7 +5,6 @@ import static io.sandboxd.policies.Yaml.at;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.sandboxd.policies.AdmissionPolicy;
 import io.sandboxd.policies.PolicyFiles;
 import io.sandboxd.policies.Yaml;
 import java.nio.file.Path;
@@ -20,23 +19,53 @@ class AdmissionRenderTest {
 
   private static final HelmChart.Rendered DEFAULT = HelmChart.render();
 
+  /** An install with an egress profile that has credentials (issue 48): every policy file is rendered. */
+  private static final HelmChart.Rendered CREDENTIALS = HelmChart.renderWithLookup(
+      EgressCredentialsRenderTest.credentials(), "dict");
+
+  /** The policies the chart renders only when some egress profile has credentials (their annotation says so). */
+  static final Set<String> ONLY_WITH_CREDENTIALS = Set.of("sandboxd-egress-ca-volume");
+
+  private static List<Path> policyFilesRenderedIn(HelmChart.Rendered rendered) {
+    return PolicyFiles.yamlFiles(PolicyFiles.ADMISSION).stream().filter(f -> rendered == CREDENTIALS
+        || !ONLY_WITH_CREDENTIALS.contains(PolicyFiles.baseName(f))).toList();
+  }
+
   @Test
   void renderedPoliciesHaveExactlyTheSpecOfTheFilesInPolicies() {
+    for (HelmChart.Rendered install : List.of(DEFAULT, CREDENTIALS)) {
+      for (Path file : policyFilesRenderedIn(install)) {
+        Map<String, Object> source = Yaml.readFile(file);
+        Map<String, Object> rendered = install.get("ValidatingAdmissionPolicy", at(source, "metadata", "name"));
+        assertEquals(source.get("apiVersion"), rendered.get("apiVersion"));
+        assertEquals(source.get("spec"), rendered.get("spec"), file + ": the chart must not alter the policy");
+        Map<String, Object> labels = at(rendered, "metadata", "labels");
+        assertTrue(labels.entrySet().containsAll(((Map<String, Object>) at(source, "metadata", "labels")).entrySet()));
+      }
+      assertEquals(policyFilesRenderedIn(install).size(), install.ofKind("ValidatingAdmissionPolicy").size());
+    }
+    assertEquals(PolicyFiles.yamlFiles(PolicyFiles.ADMISSION).size(), CREDENTIALS.ofKind("ValidatingAdmissionPolicy").size());
+  }
+
+  @Test
+  void thePoliciesOnlyWithCredentialsSayItAndAreTheOnlyOnes() {
     for (Path file : PolicyFiles.yamlFiles(PolicyFiles.ADMISSION)) {
       Map<String, Object> source = Yaml.readFile(file);
-      Map<String, Object> rendered = DEFAULT.get("ValidatingAdmissionPolicy", at(source, "metadata", "name"));
-      assertEquals(source.get("apiVersion"), rendered.get("apiVersion"));
-      assertEquals(source.get("spec"), rendered.get("spec"), file + ": the chart must not alter the policy");
-      Map<String, Object> labels = at(rendered, "metadata", "labels");
-      assertTrue(labels.entrySet().containsAll(((Map<String, Object>) at(source, "metadata", "labels")).entrySet()));
+      assertEquals(ONLY_WITH_CREDENTIALS.contains(PolicyFiles.baseName(file)) ? "egress-credentials" : null,
+          at(source, "metadata", "annotations", "policies.sandboxd.io/rendered-with"), file.toString());
     }
-    assertEquals(PolicyFiles.yamlFiles(PolicyFiles.ADMISSION).size(), DEFAULT.ofKind("ValidatingAdmissionPolicy").size());
   }
 
   @Test
   void everyPolicyHasOneBindingOnTheSandboxNamespaceThatFailsClosed() {
-    Set<String> policies = PolicyFiles.admissionPolicies().stream().map(AdmissionPolicy::name).collect(Collectors.toSet());
-    List<Map<String, Object>> bindings = DEFAULT.ofKind("ValidatingAdmissionPolicyBinding");
+    for (HelmChart.Rendered install : List.of(DEFAULT, CREDENTIALS)) {
+      everyPolicyHasOneBindingOnTheSandboxNamespaceThatFailsClosed(install);
+    }
+  }
+
+  private static void everyPolicyHasOneBindingOnTheSandboxNamespaceThatFailsClosed(HelmChart.Rendered install) {
+    Set<String> policies = policyFilesRenderedIn(install).stream().map(PolicyFiles::baseName).collect(Collectors.toSet());
+    List<Map<String, Object>> bindings = install.ofKind("ValidatingAdmissionPolicyBinding");
     assertEquals(policies, bindings.stream().map(b -> (String) at(b, "spec", "policyName")).collect(Collectors.toSet()));
     assertEquals(policies.size(), bindings.size());
     for (Map<String, Object> b : bindings) {

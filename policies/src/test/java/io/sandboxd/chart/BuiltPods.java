@@ -3,12 +3,16 @@ package io.sandboxd.chart;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.sandboxd.config.DeadlineBudget;
+import io.sandboxd.config.EgressSettings;
 import io.sandboxd.config.SandboxConfig;
 import io.sandboxd.config.SecuritySettings;
+import io.sandboxd.config.ToolSettings;
+import io.sandboxd.config.WarmToolImage;
 import io.sandboxd.pods.SnippetPodSpec;
 import io.sandboxd.pods.ToolPodSpec;
 import io.sandboxd.policies.Yaml;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -39,7 +43,8 @@ final class BuiltPods {
     SandboxConfig config = ChartDefaultsTest.asSandboxdReadsIt(rendered);
     SecuritySettings security = config.security().withOwnAddress(ownAddress);
     SnippetPodSpec snippets = new SnippetPodSpec(config.namespace(), config.snippet(), security);
-    ToolPodSpec tools = new ToolPodSpec(config.namespace(), config.tool(), security, config.snippet().image());
+    ToolPodSpec tools = new ToolPodSpec(config.namespace(), withProxyAddress(config.tool(), config.tool().warmImages()),
+        security, config.snippet().image());
     Map<String, Map<String, Object>> pods = new LinkedHashMap<>();
     pods.put("pool pod", map(snippets.poolPod()));
     pods.put("session pod", map(snippets.sessionPod("0123456789abcdef0123456789abcdef", "replica-1/request-1",
@@ -48,6 +53,37 @@ final class BuiltPods {
         DeadlineBudget.of(config).toolPodDeadline(config.tool().maxTimeoutSeconds()))));
     pods.put("warm tool pod", map(tools.warmPod(AGENT_IMAGE)));
     return pods;
+  }
+
+  /**
+   * The tool pods of an egress profile (D11), for a call and warm (its image listed with that profile), built from
+   * the application.yaml of this render. The proxy's Service name, which does not resolve here, is replaced by an
+   * address: the pods differ from a cluster's in their proxy variables' host alone.
+   *
+   * @return "tool pod" and "warm tool pod" of that profile
+   */
+  static Map<String, Map<String, Object>> ofProfile(HelmChart.Rendered rendered, String profile) {
+    SandboxConfig config = ChartDefaultsTest.asSandboxdReadsIt(rendered);
+    ToolSettings tool = withProxyAddress(config.tool(), List.of(new WarmToolImage(AGENT_IMAGE, 1, 1, profile)));
+    ToolPodSpec tools = new ToolPodSpec(config.namespace(), tool, config.security(), config.snippet().image());
+    Map<String, Map<String, Object>> pods = new LinkedHashMap<>();
+    pods.put("tool pod", map(tools.pod(AGENT_IMAGE, "proj-a", "analyst", "request-2",
+        DeadlineBudget.of(config).toolPodDeadline(config.tool().maxTimeoutSeconds()), profile)));
+    pods.put("warm tool pod", map(tools.warmPod(AGENT_IMAGE)));
+    return pods;
+  }
+
+  /**
+   * The tool settings with these warm images and, where the render has egress profiles, the proxy named by an address
+   * instead of its Service name, which does not resolve here (a tool pod's proxy variables name the address).
+   */
+  private static ToolSettings withProxyAddress(ToolSettings t, List<WarmToolImage> warmImages) {
+    EgressSettings e = t.egress();
+    String proxy = e.proxyHost().isEmpty() ? "" : "10.96.0.20";
+    return new ToolSettings(t.defaultTimeoutSeconds(), t.maxTimeoutSeconds(), t.readyTimeoutSeconds(),
+        t.maxRequestBytes(), t.maxResponseBytes(), t.limits(), t.requests(), t.tmpSizeLimit(), t.requireImageDigest(),
+        warmImages, new EgressSettings(e.defaultProfile(), proxy, e.profilePorts(), e.internet(),
+            e.credentialProfiles(), e.caConfigMap()));
   }
 
   @SuppressWarnings("unchecked")

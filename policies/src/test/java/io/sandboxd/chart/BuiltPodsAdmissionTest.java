@@ -120,6 +120,85 @@ class BuiltPodsAdmissionTest {
     }
   }
 
+  /** An install whose egress profile weather has credentials, other none (issue 48), as a first install renders it. */
+  private static final HelmChart.Rendered CREDENTIALS = HelmChart.renderWithLookup(
+      EgressCredentialsRenderTest.credentials(), "dict");
+
+  /**
+   * Issue 48: the tool pods of a profile with credentials, for a call and warm, carry the egress proxy's CA
+   * certificate (the chart's ConfigMap, its key ca.crt alone, read-only, in the tool runner alone, named by
+   * SANDBOXD_EGRESS_CA) and pass every policy with that install's params, sandboxd-egress-ca-volume included; the
+   * pods of the other profile, of the internet and the snippet pods of the same install carry none and pass too.
+   */
+  @Test
+  void podsOfAProfileWithCredentialsTrustTheEgressCaAndPassEveryPolicy() {
+    assertAdmitted(CREDENTIALS);
+    Map<String, Object> params = params(CREDENTIALS);
+    assertEquals("sandboxd-egress-ca-cert", Yaml.at(params, "data", "egressCaConfigMap"));
+    Map<String, Map<String, Object>> weather = BuiltPods.ofProfile(CREDENTIALS, "weather");
+    assertEquals(2, weather.size());
+    weather.forEach((kind, pod) -> {
+      assertAdmittedWith(pod, params, kind + " of weather");
+      assertEquals(List.of(Map.of("name", "tmp", "emptyDir", Map.of("sizeLimit", "64Mi")),
+              Map.of("name", "egress-ca", "configMap", Map.of("name", "sandboxd-egress-ca-cert",
+                  "items", List.of(Map.of("key", "ca.crt", "path", "ca.crt"))))),
+          Yaml.at(pod, "spec", "volumes"), kind);
+      Map<String, Object> runner = Yaml.at(pod, "spec", "containers", 0);
+      assertEquals(List.of(Map.of("name", "tmp", "mountPath", "/tmp"),
+          Map.of("name", "egress-ca", "mountPath", "/etc/sandboxd/egress-ca", "readOnly", true)),
+          runner.get("volumeMounts"), kind);
+      assertEquals(List.of("/etc/sandboxd/egress-ca/ca.crt"), ((List<Map<String, Object>>) runner.get("env")).stream()
+          .filter(e -> "SANDBOXD_EGRESS_CA".equals(e.get("name"))).map(e -> e.get("value")).toList(), kind);
+      assertNull(Yaml.at(pod, "spec", "initContainers", 0, "volumeMounts"), "the gate mounts nothing");
+    });
+    List<Map<String, Object>> others = new ArrayList<>(BuiltPods.ofProfile(CREDENTIALS, "other").values());
+    others.addAll(BuiltPods.of(CREDENTIALS).values());
+    for (Map<String, Object> pod : others) {
+      assertAdmittedWith(pod, params, "a pod of no profile with credentials");
+      assertFalse(String.valueOf(pod).contains("egress-ca") || String.valueOf(pod).contains("SANDBOXD_EGRESS_CA"),
+          String.valueOf(pod));
+    }
+  }
+
+  /**
+   * The CA volume is refused wherever it does not belong: the weather pod with it under the params of the same
+   * profiles without credentials (configMap is no allowed type there), and on a pool pod or a tool pod of the other
+   * profile under the params of the install with credentials.
+   */
+  @Test
+  void theEgressCaVolumeIsRefusedWhereItDoesNotBelong() {
+    HelmChart.Rendered none = HelmChart.render(values(
+        "tool.egress.profiles.weather.hosts[0]", "api.weather.example",
+        "tool.egress.profiles.weather.hosts[1]", "*.weather.example", "tool.egress.profiles.weather.ports[0]", 443,
+        "tool.egress.profiles.other.hosts[0]", "other.example", "tool.egress.profiles.other.ports[0]", 443));
+    Map<String, Object> withCa = BuiltPods.ofProfile(CREDENTIALS, "weather").get("tool pod");
+    assertEquals(List.of("sandboxd-volume-types"), denials(AdmissionRequest.create(withCa, PolicyFiles.SANDBOXD_USER),
+        params(none)).stream().map(PolicyEvaluator.Denial::policy).toList());
+    assertFalse(String.valueOf(BuiltPods.ofProfile(none, "weather")).contains("egress-ca"),
+        "without credentials sandboxd builds no CA volume");
+    Map<String, Object> caVolume = ((List<Map<String, Object>>) Yaml.at(withCa, "spec", "volumes")).get(1);
+    Map<String, Object> caMount = ((List<Map<String, Object>>) Yaml.at(withCa, "spec", "containers", 0, "volumeMounts"))
+        .get(1);
+    for (Map<String, Object> pod : List.of(BuiltPods.of(CREDENTIALS).get("pool pod"),
+        BuiltPods.ofProfile(CREDENTIALS, "other").get("tool pod"), BuiltPods.of(CREDENTIALS).get("tool pod"))) {
+      ((List<Object>) Yaml.at(pod, "spec", "volumes")).add(caVolume);
+      ((List<Object>) Yaml.at(pod, "spec", "containers", 0, "volumeMounts")).add(caMount);
+      assertEquals(List.of("sandboxd-egress-ca-volume"), denials(AdmissionRequest.create(pod,
+          PolicyFiles.SANDBOXD_USER), params(CREDENTIALS)).stream().map(PolicyEvaluator.Denial::policy).toList(),
+          String.valueOf((Object) Yaml.at(pod, "metadata", "labels")));
+    }
+  }
+
+  private static void assertAdmittedWith(Map<String, Object> pod, Map<String, Object> params, String what) {
+    assertEquals(List.of(), denials(AdmissionRequest.create(pod, PolicyFiles.SANDBOXD_USER), params),
+        what + " at creation");
+    Map<String, Object> marked = Yaml.copy(pod);
+    ((Map<String, Object>) ((Map<String, Object>) marked.get("metadata"))
+        .computeIfAbsent("annotations", k -> new java.util.LinkedHashMap<>())).put("sandboxd.io/claimed-at", "now");
+    assertEquals(List.of(), denials(AdmissionRequest.update(pod, marked, PolicyFiles.SANDBOXD_USER), params),
+        what + " marked by sandboxd");
+  }
+
   @Test
   void theEvaluatorRefusesABuiltPodThatBreaksARule() {
     Map<String, Object> pod = BuiltPods.of(HelmChart.render()).get("tool pod");

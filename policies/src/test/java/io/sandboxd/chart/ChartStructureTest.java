@@ -47,8 +47,12 @@ class ChartStructureTest {
     // end-sandboxes.yaml as part of the uninstall hook.
     HelmChart.Rendered rendered = HelmChart.renderWithUninstallHook(HelmChart.values(
         "tool.egress.profiles.weather.hosts[0]", "api.weather.example", "tool.egress.profiles.weather.ports[0]", 443));
-    assertEquals(PolicyFiles.yamlFiles(PolicyFiles.ADMISSION).size(),
+    // Every admission policy file but those rendered only when a profile has credentials (AdmissionRenderTest) ...
+    assertEquals(PolicyFiles.yamlFiles(PolicyFiles.ADMISSION).size() - AdmissionRenderTest.ONLY_WITH_CREDENTIALS.size(),
         rendered.ofKind("ValidatingAdmissionPolicy").size());
+    // ... and with a credential, every one.
+    assertEquals(PolicyFiles.yamlFiles(PolicyFiles.ADMISSION).size(), HelmChart.renderWithLookup(
+        EgressCredentialsRenderTest.credentials(), "dict").ofKind("ValidatingAdmissionPolicy").size());
     assertEquals(PolicyFiles.yamlFiles(PolicyFiles.NETWORK_POLICIES).stream()
         .filter(f -> !f.getFileName().toString().equals("blocked-ranges.yaml")).count(),
         rendered.ofKind("NetworkPolicy").size());

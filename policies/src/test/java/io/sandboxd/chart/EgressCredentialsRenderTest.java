@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.sandboxd.policies.Yaml;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayInputStream;
 import java.nio.charset.StandardCharsets;
@@ -275,5 +276,63 @@ class EgressCredentialsRenderTest {
         W + "hosts[0]", "api.weather.example", W + "ports[0]", 443,
         A + "name", "weather-team-a", A + "project", "team-a", A + "header", "x-api-key"), "dict"),
         "no hosts");
+  }
+
+  /**
+   * Issue 48: sandboxd learns which profiles have credentials (a flag, never a credential, its Secret or project) and
+   * the ConfigMap of the CA's certificate, the one the chart renders in the sandbox namespace with ca.crt alone.
+   */
+  @Test
+  void sandboxdLearnsWhichProfilesHaveCredentialsAndTheCaConfigMapAndNoCredential() {
+    Map<String, Object> egress = at(SandboxdConfigTest.applicationYaml(RENDERED), "sandbox", "tool", "egress");
+    assertEquals("sandboxd-egress-ca-cert", egress.get("caConfigMap"));
+    assertEquals(List.of(Map.of("name", "other", "port", 3128L),
+        Map.of("name", "weather", "port", 3129L, "credentials", true)), egress.get("profiles"));
+    String text = at(RENDERED.get("ConfigMap", "sandboxd-config"), "data", "application.yaml");
+    for (String secret : List.of("weather-team-a", "weather-team-b", "shared-keys", "team-a", "team-b",
+        "Authorization", "x-api-key", "Bearer", "sandboxd-egress-ca\"", "tls.key")) {
+      assertFalse(text.contains(secret), secret + " in sandboxd's configuration");
+    }
+    io.sandboxd.config.SandboxConfig config = ChartDefaultsTest.asSandboxdReadsIt(RENDERED);
+    assertEquals(Set.of("weather"), config.tool().egress().credentialProfiles());
+    assertEquals("sandboxd-egress-ca-cert", config.tool().egress().caConfigMap());
+    Map<String, Object> ca = RENDERED.get("ConfigMap", config.tool().egress().caConfigMap());
+    assertEquals(config.namespace(), (Object) at(ca, "metadata", "namespace"));
+    assertEquals(Set.of("ca.crt"), ((Map<String, Object>) ca.get("data")).keySet());
+    // A fullnameOverride names it in both places alike.
+    HelmChart.Rendered renamed = HelmChart.renderWithLookup(with(credentials(), "fullnameOverride", "box"), "dict");
+    String caName = at(Yaml.read(at(renamed.get("ConfigMap", "box-config"), "data", "application.yaml")), "sandbox",
+        "tool", "egress", "caConfigMap");
+    assertEquals("box-egress-ca-cert", caName);
+    assertEquals(caName, (Object) at(renamed.get("ConfigMap", "sandboxd-admission-params"), "data",
+        "egressCaConfigMap"));
+    renamed.get("ConfigMap", caName);
+  }
+
+  /**
+   * With credentials, the admission params allow the configMap type (once, even when an admin listed it) and name the
+   * CA's ConfigMap and the profiles with credentials; every other key is the default install's.
+   */
+  @Test
+  void theAdmissionParamsAllowTheCaVolumeOfTheProfilesWithCredentials() {
+    Map<String, Object> data = at(RENDERED.get("ConfigMap", "sandboxd-admission-params"), "data");
+    assertEquals("emptyDir,configMap", data.get("allowedVolumeTypes"));
+    assertEquals("sandboxd-egress-ca-cert", data.get("egressCaConfigMap"));
+    assertEquals("weather", data.get("egressCaProfiles"));
+    Map<String, Object> rest = new LinkedHashMap<>(data);
+    rest.keySet().removeAll(Set.of("allowedVolumeTypes", "egressCaConfigMap", "egressCaProfiles"));
+    Map<String, Object> defaults = new LinkedHashMap<>(io.sandboxd.policies.PolicyFiles.defaultParams().get("data")
+        instanceof Map<?, ?> m ? (Map<String, Object>) m : Map.of());
+    defaults.remove("allowedVolumeTypes");
+    assertEquals(defaults, rest);
+    Map<String, Object> listed = at(HelmChart.renderWithLookup(with(credentials(),
+        "admission.allowedVolumeTypes[0]", "configMap", "admission.allowedVolumeTypes[1]", "emptyDir",
+        "tool.egress.profiles.other.credentials[0].name", "other-team-a",
+        "tool.egress.profiles.other.credentials[0].project", "team-a",
+        "tool.egress.profiles.other.credentials[0].hosts[0]", "other.example",
+        "tool.egress.profiles.other.credentials[0].header", "x-api-key"), "dict")
+        .get("ConfigMap", "sandboxd-admission-params"), "data");
+    assertEquals("configMap,emptyDir", listed.get("allowedVolumeTypes"));
+    assertEquals("other,weather", listed.get("egressCaProfiles"));
   }
 }

@@ -60,6 +60,7 @@ class AdmissionPolicyTest {
       "sandboxd-pod-creators",
       "sandboxd-pod-identity",
       "sandboxd-volume-types",
+      "sandboxd-egress-ca-volume",
       "sandboxd-localhost-seccomp-profile",
       "sandboxd-isolation-gate",
       "sandboxd-no-node-name",
@@ -211,7 +212,8 @@ class AdmissionPolicyTest {
   @MethodSource({"goodFixtures", "badFixtures"})
   void paramAnnotationsSetOnlyKnownParams(Path fixture) {
     Map<String, Object> annotations = at(Yaml.readFile(fixture), "metadata", "annotations");
-    Set<String> known = ((Map<String, Object>) defaultParams().get("data")).keySet();
+    Set<String> known = new TreeSet<>(((Map<String, Object>) defaultParams().get("data")).keySet());
+    known.addAll(PolicyFiles.CREDENTIALS_PARAMS); // rendered only when an egress profile has credentials
     if (annotations != null) {
       annotations.keySet().stream().filter(k -> k.startsWith(PARAM_PREFIX))
           .forEach(k -> assertTrue(known.contains(k.substring(PARAM_PREFIX.length())), k + " names no param: " + known));
@@ -328,6 +330,79 @@ class AdmissionPolicyTest {
       assertTrue(denials.stream().anyMatch(d -> d.policy().equals("sandboxd-volume-types") && !d.error()),
           type + ": " + denials);
     }
+  }
+
+  /**
+   * Issue 48: the egress proxy's CA volume, as sandboxd writes it on a tool pod of a profile with credentials, is
+   * admitted under the params of an install with credentials (the bad fixture's param-* annotations), and nothing
+   * wider: another ConfigMap, more or other keys, optional, a writable mount (also in an init container), a snippet
+   * pod, a tool pod of another profile or of the internet. Under the default params it is not a volume type at all.
+   */
+  @Test
+  @SuppressWarnings("unchecked")
+  void theEgressCaVolumeIsAdmittedOnAToolPodOfItsProfileAndNothingWider() {
+    Map<String, Object> writable = Yaml.readFile(BAD_FIXTURES.resolve("sandboxd-egress-ca-volume-writable.yaml"));
+    Map<String, Object> params = paramsFor(writable);
+    Map<String, Object> pod = Yaml.copy(writable);
+    for (Map<String, Object> m : (List<Map<String, Object>>) at(pod, "spec", "containers", 0, "volumeMounts")) {
+      if (m.get("name").equals("egress-ca")) {
+        m.put("readOnly", true);
+      }
+    }
+    assertEquals(List.of(), denials(AdmissionRequest.create(pod, SANDBOXD_USER), params), "the CA volume, read-only");
+    assertEquals(List.of("sandboxd-volume-types"), egressCaDenials(pod, defaultParams()),
+        "without credentials configMap is no allowed type, and this policy checks nothing");
+
+    Map<String, Consumer<Map<String, Object>>> wider = new java.util.LinkedHashMap<>();
+    wider.put("another ConfigMap", p -> caSource(p).put("name", "sandboxd-admission-params"));
+    wider.put("the whole ConfigMap", p -> caSource(p).remove("items"));
+    wider.put("a second key", p -> ((List<Object>) caSource(p).get("items")).add(Map.of("key", "tls.key",
+        "path", "tls.key")));
+    wider.put("another key", p -> caSource(p).put("items", List.of(Map.of("key", "tls.key", "path", "ca.crt"))));
+    wider.put("a mode of its own", p -> caSource(p).put("items", List.of(Map.of("key", "ca.crt", "path", "ca.crt",
+        "mode", 511))));
+    wider.put("optional", p -> caSource(p).put("optional", true));
+    wider.put("another volume name", p -> {
+      volumes(p).get(1).put("name", "ca");
+      ((List<Map<String, Object>>) at(p, "spec", "containers", 0, "volumeMounts")).get(1).put("name", "ca");
+    });
+    wider.put("a second configMap volume", p -> volumes(p).add(Map.of("name", "other", "configMap",
+        Map.of("name", "sandboxd-egress-ca-cert", "items", List.of(Map.of("key", "ca.crt", "path", "ca.crt"))))));
+    wider.put("another profile", p -> labels(p).put("sandboxd.io/egress", "other"));
+    wider.put("the internet's tool pod", p -> labels(p).remove("sandboxd.io/egress"));
+    wider.put("a writable mount in an init container", p -> ((Map<String, Object>) at(p, "spec", "initContainers", 0))
+        .put("volumeMounts", List.of(Map.of("name", "egress-ca", "mountPath", "/etc/sandboxd/egress-ca"))));
+    wider.put("read-only false", p -> ((List<Map<String, Object>>) at(p, "spec", "containers", 0, "volumeMounts"))
+        .get(1).put("readOnly", false));
+    wider.forEach((what, change) -> {
+      Map<String, Object> changed = Yaml.copy(pod);
+      change.accept(changed);
+      List<String> denied = egressCaDenials(changed, params);
+      // The internet's tool pod has the other gate: only the CA policy counts here.
+      assertTrue(denied.contains("sandboxd-egress-ca-volume"), what + ": " + denied);
+      if (!what.equals("the internet's tool pod")) {
+        assertEquals(List.of("sandboxd-egress-ca-volume"), denied, what);
+      }
+    });
+    // Only sandboxd's profiles of the params: a second profile with credentials admits its pods too.
+    Map<String, Object> other = Yaml.copy(pod);
+    labels(other).put("sandboxd.io/egress", "other");
+    assertEquals(List.of(), denials(AdmissionRequest.create(other, SANDBOXD_USER),
+        paramsWith(data -> {
+          data.putAll((Map<String, Object>) params.get("data"));
+          data.put("egressCaProfiles", "weather, other");
+        })));
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> caSource(Map<String, Object> pod) {
+    return volumes(pod).stream().filter(v -> v.containsKey("configMap")).map(v -> (Map<String, Object>) v.get("configMap"))
+        .findFirst().orElseThrow();
+  }
+
+  private static List<String> egressCaDenials(Map<String, Object> pod, Map<String, Object> params) {
+    return denials(AdmissionRequest.create(pod, SANDBOXD_USER), params).stream().map(PolicyEvaluator.Denial::policy)
+        .toList();
   }
 
   @Test

@@ -78,6 +78,12 @@ public final class PolicyFiles {
   /** What the helm-test probe's snippet pod runs in the gate's place: the probe. */
   public static final List<String> PROBE_SNIPPET_THEN = List.of("--", "python3", "/opt/sandboxd/probe/sandbox_probe.py");
 
+  /**
+   * The params the chart renders only when some egress profile has credentials (issue 48): the CA's ConfigMap and
+   * the profiles whose tool pods may mount it (sandboxd-egress-ca-volume).
+   */
+  public static final List<String> CREDENTIALS_PARAMS = List.of("egressCaConfigMap", "egressCaProfiles");
+
   private PolicyFiles() {}
 
   /** The params ConfigMap as the chart renders it with default values (internal-contracts). */
