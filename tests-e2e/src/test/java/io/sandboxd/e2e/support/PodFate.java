@@ -36,7 +36,7 @@ public final class PodFate {
 
     /**
      * @param k8s client
-     * @param pod the sandbox pod's name
+     * @param pod the sandbox pod's name (or any text sandboxd's lines name: a request id)
      * @return what sandboxd's replicas logged of it and what the API server recorded
      */
     public static PodFate of(KubernetesClient k8s, String pod) {

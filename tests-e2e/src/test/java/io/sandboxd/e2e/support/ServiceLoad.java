@@ -25,8 +25,12 @@ import static org.awaitility.Awaitility.await;
  */
 public final class ServiceLoad implements AutoCloseable {
 
-    /** One request: its status (0: no HTTP answer), what went wrong if anything, and when it started and ended. */
-    public record Outcome(int client, int status, String problem, String sandboxId, long startNanos, long endNanos) {
+    /**
+     * One request: its status (0: no HTTP answer), what went wrong if anything, when it started and ended, and the
+     * request id sandboxd answered with (its log lines name it), if any.
+     */
+    public record Outcome(int client, int status, String problem, String sandboxId, long startNanos, long endNanos,
+                          String requestId) {
         public boolean ok() {
             return status == 200 && problem == null;
         }
@@ -92,13 +96,14 @@ public final class ServiceLoad implements AutoCloseable {
                                                                .header("Content-Type", "application/json")
                                                                .POST(HttpRequest.BodyPublishers.ofString(body))
                                                                .build(), HttpResponse.BodyHandlers.ofString());
-                    outcomes.add(new Outcome(client, r.statusCode(), problem(r), sandboxId(r), start, System.nanoTime()));
+                    outcomes.add(new Outcome(client, r.statusCode(), problem(r), sandboxId(r), start, System.nanoTime(),
+                                             r.headers().firstValue("X-Request-Id").orElse(null)));
                 } catch (Exception e) {
-                    outcomes.add(new Outcome(client, 0, e.toString(), null, start, System.nanoTime()));
+                    outcomes.add(new Outcome(client, 0, e.toString(), null, start, System.nanoTime(), null));
                 }
             }
         } catch (Exception e) {
-            outcomes.add(new Outcome(client, 0, "client failed: " + e, null, System.nanoTime(), System.nanoTime()));
+            outcomes.add(new Outcome(client, 0, "client failed: " + e, null, System.nanoTime(), System.nanoTime(), null));
         }
     }
 
