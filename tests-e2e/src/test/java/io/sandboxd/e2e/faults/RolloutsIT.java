@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
 import io.sandboxd.e2e.support.ApiResponse;
@@ -26,26 +25,28 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Sandboxd rolled out three times, as an admin does: a {@code helm upgrade} that changes the pod template, a
+ * Sandboxd rolled out three times, as an admin does: a {@code helm upgrade} that turns warm tool pods on, a
  * {@code kubectl rollout restart}, and a {@code helm upgrade} back to the values as installed. Each rollout is a
  * Deployment's rolling update (a restart only changes the pod template's annotation), so one rollout of each kind
- * carries one claim, and the suite pays for three rollouts instead of six.
+ * carries one claim, and the suite pays for three rollouts instead of the six of the two classes this one replaces.
  * <ul>
- * <li>Issue 13 point 1: both upgrades run with agents sending snippets back to back through the Service and complete
- * with every request answered 200 and no pod used twice. A stopping replica is taken out of the endpoints, keeps
- * serving while they update (every response ending its connection), finishes what it accepted and gives its
- * reservations back. <b>Mutation:</b> no shutdown delay ({@code lifecycle.shutdownDelaySeconds=0}): requests sent on
- * connections to the stopping replica after it stopped listening get no answer.</li>
  * <li>Issue 28: the restart keeps the warm pods. Every warm tool pod and every snippet pool pod that exists, reserved by
  * the replicas, before it still exists, unused, once the new replicas have replaced the old ones and for the whole
  * window in which a reservation left behind would lapse; the first call after it is served by a warm tool pod of
  * before. A pod that is gone is explained from evidence ({@link PodFate}). <b>Mutation:</b>
  * {@code ReservedPods.giveBack} doing nothing leaves the old replicas' pods reserved by nobody alive; the new leader
- * deletes them as lapsed ("was never used or renewed; deleting") and this test fails naming that line. The restart is
- * done without load: the load's runs would use the snippet pool pods whose survival it shows.</li>
+ * deletes them as lapsed ("was never used or renewed; deleting") and this test fails naming that line.</li>
+ * <li>Issue 13 point 1: the upgrade back runs with agents sending snippets back to back through the Service and
+ * completes with every request answered 200 and no pod used twice. A stopping replica is taken out of the endpoints,
+ * keeps serving while they update (every response ending its connection), finishes what it accepted and gives its
+ * reservations back. <b>Mutation:</b> no shutdown delay ({@code lifecycle.shutdownDelaySeconds=0}): requests sent on
+ * connections to the stopping replica after it stopped listening get no answer.</li>
  * </ul>
+ * The first upgrade and the restart run without load. Under load a replica asks others for their reserved pods, and a
+ * pod passed on to a replica that no longer waits for it stays reserved, unrenewed, until it lapses (seen once when the
+ * restart followed the load within a hold, 2026-12-07): the restart's claim is about reservations a replica holds.
  */
-@RunsAlone("rolls sandboxd out three times, two of them under load")
+@RunsAlone("rolls sandboxd out three times, the last under load")
 @Tag("faults")
 class RolloutsIT {
     /**
@@ -58,18 +59,15 @@ class RolloutsIT {
     private static final Duration LAPSE_WINDOW = Duration.ofSeconds(60);
 
     @Test
-    void upgradesUnderLoadAnswerEveryRequestAndARestartKeepsEveryWarmPod() throws Exception {
+    void aRestartKeepsEveryWarmPodAndAnUpgradeUnderLoadAnswersEveryRequest() throws Exception {
         // The upgrade turns warm tool pods on (the config changes, so the pod template does) with the shortest hold
         // (20 s), so that a reservation left behind by a stopped replica lapses within the restart's window.
-        WarmToolPodsOn warm = underLoad("helm upgrade (pod template changed)", () -> WarmToolPodsOn.of(
-                Sandboxd.AGENT_IMAGE, WARM_TOOL_PODS, Map.of("lifecycle.reservationHoldSeconds", "20")));
+        WarmToolPodsOn warm = WarmToolPodsOn.of(Sandboxd.AGENT_IMAGE, WARM_TOOL_PODS,
+                                                Map.of("lifecycle.reservationHoldSeconds", "20"));
         boolean restored = false;
         try {
             aRestartKeepsEveryWarmPod(warm);
-            underLoad("helm upgrade back to the values as installed", () -> {
-                warm.close();
-                return null;
-            });
+            underLoad("helm upgrade back to the values as installed (pod template changed)", warm::close);
             restored = true;
         } finally {
             if (!restored) {
@@ -112,16 +110,15 @@ class RolloutsIT {
      * Applies {@code change} (it returns once Helm has seen its rollout through) while {@link #CLIENTS} agents send
      * snippets back to back, and asserts that every request was answered and nothing was held past it.
      */
-    private static <T> T underLoad(String what, Callable<T> change) throws Exception {
+    private static void underLoad(String what, Runnable change) throws Exception {
         Sandboxd sandboxd = Sandboxd.reconnect();
         KubernetesClient k8s = sandboxd.k8s();
         List<String> before = Replicas.names(k8s);
-        T changed;
         Duration replaced;
         ServiceLoad.Summary summary;
         try (ServiceLoad load = ServiceLoad.start(sandboxd, CLIENTS, Duration.ofSeconds(90))) {
             load.awaitAnswers(CLIENTS, Duration.ofMinutes(1));
-            changed = change.call();
+            change.run();
             replaced = Replicas.awaitReplaced(k8s, before, Duration.ofMinutes(8));
             // The new replicas serve too, before the clients stop.
             load.awaitMoreAnswers(2 * CLIENTS, Duration.ofMinutes(1));
@@ -137,7 +134,6 @@ class RolloutsIT {
         // A replica that stops gives its reservations back: none of its pods is left held for it.
         assertEquals(List.of(), Replicas.poolPodsHeldBy(k8s, before).stream().map(p -> p.getMetadata().getName()
                 + " " + Replicas.state(p)).toList(), "pods still held by replicas that are gone");
-        return changed;
     }
 
     private static void assertEveryPodOfBeforeLives(KubernetesClient k8s, Set<String> tools, Set<String> snippets) {
