@@ -44,6 +44,26 @@ def free_port():
         return probe.getsockname()[1]
 
 
+def start_listening(command, cwd, env_for_port, deadline_s=15):
+    """Starts a pod's server (`command`, whose env `env_for_port(port)` names its port) and returns (process, port)
+    once the process itself says it listens there. free_port() can hand one port to two processes started close
+    together (this suite's or another on the machine); the one that then loses the bind would otherwise have its
+    requests answered by the other, with that one's pod secret (a 401). Such a start is made again on another port."""
+    for _ in range(5):
+        port = free_port()
+        log = tempfile.TemporaryFile()
+        process = subprocess.Popen(command, cwd=cwd, env=env_for_port(port), stdout=subprocess.DEVNULL, stderr=log)
+        deadline = time.monotonic() + deadline_s
+        while process.poll() is None and time.monotonic() < deadline:
+            log.seek(0)
+            if f"listening on :{port}".encode() in log.read():
+                return process, port
+            time.sleep(0.02)
+        process.kill()
+        process.wait(5)
+    raise OSError(f"{command} never listened on a port of its own")
+
+
 class FakeSandboxd:
     def __init__(self, python=sys.executable, pod_env=None):
         self.python = python
@@ -153,21 +173,15 @@ class FakeSandboxd:
 
     def run_in_pod(self, sandbox_id, module, function, args):
         """One fresh tool-runner process, as one pod per call: started, asked once, stopped."""
-        port, pod_token = free_port(), secrets.token_urlsafe(32)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp",
-               "PYTHONPATH": str(TOOLRUNNER_DIR), "PYTHONDONTWRITEBYTECODE": "1",
-               "TOOLRUNNER_PORT": str(port), "SANDBOXD_POD_TOKEN_SHA256": verifier(pod_token), **self.pod_env}
-        process = subprocess.Popen([self.python, "-m", "crusoe_adk.toolrunner"], cwd=SAMPLE_AGENT_DIR,
-                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pod_token = secrets.token_urlsafe(32)
+        process, port = start_listening(
+            [self.python, "-m", "crusoe_adk.toolrunner"], SAMPLE_AGENT_DIR,
+            lambda port: {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp",
+                          "PYTHONPATH": str(TOOLRUNNER_DIR), "PYTHONDONTWRITEBYTECODE": "1",
+                          "TOOLRUNNER_PORT": str(port), "SANDBOXD_POD_TOKEN_SHA256": verifier(pod_token),
+                          **self.pod_env})
         try:
-            deadline = time.monotonic() + 15
-            while True:
-                try:
-                    return request(port, pod_token, {"module": module, "function": function, "args": args})
-                except OSError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.02)
+            return request(port, pod_token, {"module": module, "function": function, "args": args})
         finally:
             process.terminate()
             process.wait(5)
@@ -178,26 +192,20 @@ class SnippetPod:
 
     def __init__(self, python, sandbox_id, session):
         self.sandbox_id = sandbox_id
-        self.port, self.pod_token = free_port(), secrets.token_urlsafe(32)
+        self.pod_token = secrets.token_urlsafe(32)
         self.workdir = tempfile.mkdtemp(prefix="fake-snippet-pod-")
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp",
-               "PYTHONPATH": str(TOOLRUNNER_DIR), "PYTHONDONTWRITEBYTECODE": "1",
-               "SANDBOX_PORT": str(self.port), "SANDBOX_WORKDIR": self.workdir,
-               "SANDBOX_SESSION": "true" if session else "false", "SANDBOXD_POD_TOKEN_SHA256": verifier(self.pod_token)}
-        self.process = subprocess.Popen([python, "-m", "sandbox_executor"], cwd=TOOLRUNNER_DIR, env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process, self.port = start_listening(
+            [python, "-m", "sandbox_executor"], TOOLRUNNER_DIR,
+            lambda port: {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp",
+                          "PYTHONPATH": str(TOOLRUNNER_DIR), "PYTHONDONTWRITEBYTECODE": "1",
+                          "SANDBOX_PORT": str(port), "SANDBOX_WORKDIR": self.workdir,
+                          "SANDBOX_SESSION": "true" if session else "false",
+                          "SANDBOXD_POD_TOKEN_SHA256": verifier(self.pod_token)})
         self.lock = threading.Lock()  # a session runs one snippet at a time
 
     def run(self, body):
         with self.lock:
-            deadline = time.monotonic() + 15
-            while True:
-                try:
-                    return request(self.port, self.pod_token, body, path="/run")
-                except OSError:
-                    if self.process.poll() is not None or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.02)
+            return request(self.port, self.pod_token, body, path="/run")
 
     def stop(self):
         self.process.terminate()
