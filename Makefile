@@ -20,7 +20,7 @@ TEST_NODES ?= 2
 # Extra Maven flags for `make e2e`, e.g. -De2e.chart=... -De2e.imageValues=... to install from a published release.
 E2E_FLAGS ?=
 
-.PHONY: help build format verify lint docs unit-test unit-test-jvm unit-test-python adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test test-cluster-up bench
+.PHONY: help build format verify lint docs unit-test unit-test-jvm unit-test-python adk-test packages cluster-bins images release verify-release publish cluster-up cluster-down cluster-status up reload down e2e test bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -102,25 +102,18 @@ e2e: ## the end-to-end suite against $$KUBECONFIG (or the local cluster); E2E_KE
 # The isolation tests' second pass runs on a second cluster: dual-stack, with the other enforcer (ENFORCER in
 # tests-e2e/cluster/cluster.env), so every claim is attacked on two enforcers and IPv6's on a dual-stack cluster.
 TEST_SECOND_CLUSTER := IP_FAMILIES=dual ENFORCER=kube-router-k3s
-# One e2e run on the cluster that is up: the release published to its registry, the suite installing from there with
-# the given pass flags, the cluster down (whatever the suite's outcome).
-define e2e_on_the_cluster
-	status=0; { $(MAKE) publish REGISTRY=$(LOCAL_REGISTRY) REGISTRY_TLS_VERIFY=false \
-	  && $(MAKE) e2e E2E_KEEP_REPORTS=$(2) E2E_FLAGS="-De2e.chart=$$(realpath $(RELEASE_DIR)/sandboxd-*.tgz) -De2e.imageValues=$$(realpath $(PUBLISHED_VALUES)) $(1)"; } \
+# One e2e run on a fresh cluster: cluster up, the release published to its registry, the suite installing from there
+# with the given pass flags, the cluster down (whatever the suite's outcome).
+define e2e_on_cluster
+	status=0; { CLUSTER_NODES=$(TEST_NODES) $(1) bash $(CLUSTER)/cluster-up.sh && $(MAKE) publish REGISTRY=$(LOCAL_REGISTRY) REGISTRY_TLS_VERIFY=false \
+	  && $(MAKE) e2e E2E_KEEP_REPORTS=$(3) E2E_FLAGS="-De2e.chart=$$(realpath $(RELEASE_DIR)/sandboxd-*.tgz) -De2e.imageValues=$$(realpath $(PUBLISHED_VALUES)) $(2)"; } \
 	  || status=$$?; $(MAKE) cluster-down; exit $$status
 endef
 
-# `make test`'s fast lane (commit subjects, generated docs, linters, unit tests) runs beside the first cluster's start,
-# which is mostly waiting for processes to come up; the cluster goes down again if either fails.
-test: packages ## every test: the release and its verification; the fast lane beside the start of a cluster of TEST_NODES nodes, on which the e2e suite's runc and fault passes run; then on a dual-stack cluster with the other enforcer its gVisor pass
+test: packages verify ## every test: unit tests, the release and its verification, then on a cluster of TEST_NODES nodes the e2e suite's runc and fault passes, then on a dual-stack cluster with the other enforcer its gVisor pass
 	$(MAKE) release verify-release
-	$(MAKE) --no-print-directory -j2 --output-sync=target verify test-cluster-up || { $(MAKE) cluster-down; exit 1; }
-	$(call e2e_on_the_cluster,-De2e.gvisor.skip=true,)
-	$(TEST_SECOND_CLUSTER) $(MAKE) --no-print-directory test-cluster-up || { $(MAKE) cluster-down; exit 1; }
-	$(call e2e_on_the_cluster,-De2e.runc.skip=true -De2e.faults.skip=true,1)
-
-test-cluster-up: # a cluster of TEST_NODES nodes for `make test` (ENFORCER, IP_FAMILIES from the environment)
-	CLUSTER_NODES=$(TEST_NODES) bash $(CLUSTER)/cluster-up.sh
+	$(call e2e_on_cluster,,-De2e.gvisor.skip=true,)
+	$(call e2e_on_cluster,$(TEST_SECOND_CLUSTER),-De2e.runc.skip=true -De2e.faults.skip=true,1)
 
 bench: ## warm-pool benchmark against the local cluster: p50/p99 at concurrency 1 and 4 vs a cold pod-per-call baseline
 	rm -rf tests-e2e/target/failsafe-reports*
