@@ -1,5 +1,6 @@
 package io.sandboxd.e2e.faults;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -60,6 +61,7 @@ class RolloutsIT {
 
     @Test
     void aRestartKeepsEveryWarmPodAndAnUpgradeUnderLoadAnswersEveryRequest() throws Exception {
+        Path installed = Sandboxd.savedValues();
         // The upgrade turns warm tool pods on (the config changes, so the pod template does) with the shortest hold
         // (20 s), so that a reservation left behind by a stopped replica lapses within the restart's window.
         WarmToolPodsOn warm = WarmToolPodsOn.of(Sandboxd.AGENT_IMAGE, WARM_TOOL_PODS,
@@ -67,7 +69,11 @@ class RolloutsIT {
         boolean restored = false;
         try {
             aRestartKeepsEveryWarmPod(warm);
-            underLoad("helm upgrade back to the values as installed (pod template changed)", warm::close);
+            // The upgrade itself under load; the warm pods' own close (the same values again: no rollout) after it,
+            // since it waits for a full warm pool, which agents sending back to back keep from filling.
+            underLoad("helm upgrade back to the values as installed (pod template changed)",
+                      () -> Sandboxd.upgradeToValues(installed));
+            warm.close();
             restored = true;
         } finally {
             if (!restored) {
