@@ -209,15 +209,7 @@ class BuiltPodsAdmissionTest {
 
   private static void assertAdmitted(HelmChart.Rendered rendered) {
     Map<String, Object> params = params(rendered);
-    BuiltPods.of(rendered).forEach((kind, pod) -> {
-      assertEquals(List.of(), denials(AdmissionRequest.create(pod, PolicyFiles.SANDBOXD_USER), params),
-          kind + " at creation");
-      Map<String, Object> marked = Yaml.copy(pod);
-      ((Map<String, Object>) ((Map<String, Object>) marked.get("metadata"))
-          .computeIfAbsent("annotations", k -> new java.util.LinkedHashMap<>())).put("sandboxd.io/claimed-at", "now");
-      assertEquals(List.of(), denials(AdmissionRequest.update(pod, marked, PolicyFiles.SANDBOXD_USER), params),
-          kind + " marked by sandboxd");
-    });
+    BuiltPods.of(rendered).forEach((kind, pod) -> assertAdmittedWith(pod, params, kind));
   }
 
   /** The params ConfigMap of this render. */
