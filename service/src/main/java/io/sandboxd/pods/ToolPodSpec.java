@@ -156,14 +156,9 @@ public final class ToolPodSpec {
         return warmEgress.getOrDefault(image, EgressSettings.INTERNET);
     }
 
-    /** Whether a pod of this profile trusts the egress proxy's CA: the profile has credentials. */
-    private boolean trustsEgressCa(String egress) {
-        return tool.egress().trustsEgressCa(egress);
-    }
-
     /** The variable naming the CA file, on pods of a profile with credentials; none on the others. */
     private List<EnvVar> egressCaEnv(String egress) {
-        return trustsEgressCa(egress)
+        return tool.egress().trustsEgressCa(egress)
                 ? List.of(new EnvVar(EGRESS_CA_ENV, EGRESS_CA_DIR + "/" + EGRESS_CA_KEY, null))
                 : List.of();
     }
@@ -244,7 +239,7 @@ public final class ToolPodSpec {
         List<VolumeMount> mounts = new ArrayList<>(List.of(
                 new VolumeMountBuilder().withName("tmp").withMountPath("/tmp").build()));
         List<Volume> volumes = new ArrayList<>(List.of(PodHardening.emptyDir("tmp", tool.tmpSizeLimit())));
-        if (trustsEgressCa(egress)) {
+        if (tool.egress().trustsEgressCa(egress)) {
             // The CA's certificate only (never its key, never a credential), read-only, in the tool runner alone.
             mounts.add(new VolumeMountBuilder().withName(EGRESS_CA_VOLUME).withMountPath(EGRESS_CA_DIR)
                                .withReadOnly(true).build());
