@@ -120,6 +120,46 @@ class EgressCredentialsRenderTest {
         (Object) at(spec, "containers", 0, "volumeMounts"));
   }
 
+  private static final String ROOTS = "tool.egress.proxy.upstreamRoots.";
+
+  /**
+   * tool.egress.proxy.upstreamRoots: the admin's roots for the real hosts of credentials (an internal API's private
+   * CA), one key of a ConfigMap projected into the proxy's one volume and named by the configuration.
+   */
+  @Test
+  void theUpstreamRootsAreProjectedIntoTheProxyPodAndNamedByTheConfiguration() throws Exception {
+    assertTrue(config(RENDERED).get("upstreamRootsFile") == null, "unset: the image's roots");
+    HelmChart.Rendered rendered = HelmChart.renderWithLookup(with(credentials(),
+        ROOTS + "configMap", "internal-roots", ROOTS + "key", "roots.pem"), "dict");
+    assertEquals("/etc/sandboxd-egress/upstream-roots/roots.pem", config(rendered).get("upstreamRootsFile").asText());
+    Map<String, Object> spec = at(rendered.get("Deployment", "sandboxd-egress"), "spec", "template", "spec");
+    List<Map<String, Object>> sources = at(spec, "volumes", 0, "projected", "sources");
+    assertEquals(Map.of("configMap", Map.of("name", "internal-roots", "items", List.of(
+        Map.of("key", "roots.pem", "path", "upstream-roots/roots.pem")))), sources.get(2));
+    assertEquals(5, sources.size(), "the configuration, the CA, the roots and the two credentials");
+    // The key defaults to ca.crt.
+    HelmChart.Rendered byDefault = HelmChart.renderWithLookup(with(credentials(),
+        ROOTS + "configMap", "internal-roots"), "dict");
+    assertEquals("ca.crt", (Object) at(byDefault.get("Deployment", "sandboxd-egress"), "spec", "template", "spec",
+        "volumes", 0, "projected", "sources", 2, "configMap", "items", 0, "key"));
+    refusal(ROOTS + "configMap", "Internal_Roots");
+    refusal(ROOTS + "key", "a/b");
+  }
+
+  /** A tunnelled host is verified by the tool itself: without credentials, the roots are not rendered at all. */
+  @Test
+  void withoutCredentialsTheUpstreamRootsAreNotRendered() throws Exception {
+    Map<String, Object> profile = values(W + "hosts[0]", "api.weather.example", W + "ports[0]", 443);
+    HelmChart.Rendered none = HelmChart.render(with(profile, ROOTS + "configMap", "internal-roots"));
+    assertTrue(config(none).get("upstreamRootsFile") == null, "no upstreamRootsFile without credentials");
+    Map<String, Object> spec = at(none.get("Deployment", "sandboxd-egress"), "spec", "template", "spec");
+    assertEquals(List.of(Map.of("name", "config", "configMap", Map.of("name", "sandboxd-egress"))),
+        spec.get("volumes"));
+    assertFalse(none.objects().stream().anyMatch(o -> String.valueOf(o).contains("internal-roots")),
+        "internal-roots is named nowhere");
+    assertEquals(HelmChart.render(profile).text(), none.text(), "byte for byte the render of no upstreamRoots");
+  }
+
   /** No other pod of the chart (hooks and helm test pods included) mounts a credential's Secret or the CA's. */
   @Test
   void noOtherPodOfTheChartMountsACredentialOrTheCa() {
