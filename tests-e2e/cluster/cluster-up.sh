@@ -99,7 +99,18 @@ if [ "$IP_FAMILIES" = dual ]; then
     ip -6 route replace "$a/128" via "$TARGET_LINK_NS6" dev sbx-tgt-host
   done
 fi
-start targets ip netns exec "$TARGET_NETNS" python3 "$here/target_listener.py" 80 53 443
+# The targets' TLS certificate (for *.sbx.test, self-signed) and the keyed API's key, made once per cluster state: the
+# e2e install gives the certificate to the egress proxy as its upstream roots and the key to it as a credential.
+mkdir -p "$TARGET_STATE"
+if [ ! -s "$TARGET_TLS_CERT" ]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 365 -subj /CN=sbx-target \
+    -addext "subjectAltName=DNS:*.sbx.test,DNS:*.rebind.sbx.test" \
+    -keyout "$TARGET_STATE/tls.key" -out "$TARGET_TLS_CERT" 2>/dev/null
+fi
+[ -s "$TARGET_KEYED_KEY" ] || (umask 077 && echo "sbxkey-$(openssl rand -hex 16)" > "$TARGET_KEYED_KEY")
+start targets ip netns exec "$TARGET_NETNS" env TARGET_TLS_CERT="$TARGET_TLS_CERT" TARGET_TLS_KEY="$TARGET_STATE/tls.key" \
+  TARGET_NAME_KEYED="$TARGET_NAME_KEYED" TARGET_KEYED_KEY="$TARGET_KEYED_KEY" TARGET_KEY_SIGHTINGS="$TARGET_KEY_SIGHTINGS" \
+  python3 "$here/target_listener.py" 80 53 443
 wait_for "target listener" 10 ip netns exec "$TARGET_NETNS" python3 -c "import socket; socket.create_connection(('$TARGET_PUBLIC', 80), 1)"
 wait_for "target resolver" 10 ip netns exec "$TARGET_NETNS" python3 "$here/dns_query.py" "$TARGET_PUBLIC" "$TARGET_NAME_PUBLIC"
 [ "$IP_FAMILIES" != dual ] || wait_for "IPv6 target listener" 10 ip netns exec "$TARGET_NETNS" python3 -c "import socket; socket.create_connection(('$TARGET_PUBLIC6', 80), 1)"
@@ -204,10 +215,10 @@ t_ready=$(date +%s.%N)
 log "$CLUSTER_NODES node(s) Ready ($(since "$t_api")s after the apiserver was ready)"
 
 # --- 7. CoreDNS ------------------------------------------------------------------------------------
-# The simulated targets' names (CoreDNS hosts): the public target by two names (the egress profiles of the e2e
-# install allow one and refuse the other), and every other target as <address, dots as dashes>.rebind.sbx.test: a
+# The simulated targets' names (CoreDNS hosts): the public target by three names (the egress profiles of the e2e
+# install allow one and refuse another; the third is the keyed API), and every other target as <address, dots as dashes>.rebind.sbx.test: a
 # name an egress profile allows (*.rebind.sbx.test) resolving into a blocked range, as DNS rebinding does.
-target_hosts="            $TARGET_PUBLIC $TARGET_NAME_PUBLIC $TARGET_NAME_OTHER"
+target_hosts="            $TARGET_PUBLIC $TARGET_NAME_PUBLIC $TARGET_NAME_OTHER $TARGET_NAME_KEYED"
 for a in $TARGET_ALL; do
   [ "$a" = "$TARGET_PUBLIC" ] || target_hosts+=$'\n'"            $a ${a//./-}.$TARGET_REBIND_DOMAIN"
 done

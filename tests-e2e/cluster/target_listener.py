@@ -6,9 +6,17 @@ targets netns, so a test's positive control can prove a target really answers wh
 HTTP_PORT: every TCP connection gets one HTTP response naming the address that was reached.
 DNS_PORT:  a resolver on UDP and TCP that answers every A query with the address that was reached
            (a public resolver a tool pod must not be able to use instead of cluster DNS).
-TLS_PORT:  the same HTTP response over TLS (a self-signed certificate for *.sbx.test, made at start
-           by openssl), naming the SNI the client sent too: what an egress proxy's tunnel delivered.
+TLS_PORT:  the same HTTP response over TLS (a self-signed certificate for *.sbx.test: TARGET_TLS_CERT and
+           TARGET_TLS_KEY, or one made at start by openssl), naming the SNI the client sent too: what an egress
+           proxy's tunnel delivered.
+           A connection for TARGET_NAME_KEYED (by SNI, or by the first request's Host) is the keyed API instead
+           (issue 48): HTTP/1.1 with keep-alive, each request answered 200 only with `Authorization: Bearer <the
+           content of TARGET_KEYED_KEY>` and 401 without; /redirect?to=URL answers 302 to URL, /echo sends the
+           request's head back (an upstream that echoes the key).
+Every request head on every port that carries the key is written to TARGET_KEY_SIGHTINGS, one JSON line each
+(address and port reached, SNI, Host, request line): the witness of where the key went.
 """
+import json
 import os
 import socket
 import socketserver
@@ -18,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
+import urllib.parse
 
 
 class NameTheTarget(socketserver.BaseRequestHandler):
@@ -26,7 +36,8 @@ class NameTheTarget(socketserver.BaseRequestHandler):
         # The request first: an answer sent before it can reach a proxy before the proxy has sent it, and Go's HTTP
         # client drops such an unsolicited answer with its connection (smokescreen's 500). A client that sends
         # nothing (a bare connect) gets the answer after the short wait.
-        read_request_head(self.request)
+        head = read_request_head(self.request)
+        KEY.witness(head, self.request, None)
         body = f"sbx-target {local}\n".encode()
         self.request.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
                              + str(len(body)).encode() + b"\r\n\r\n" + body)
@@ -52,7 +63,11 @@ class NameTheTargetOverTls(socketserver.BaseRequestHandler):
         context = self.server.tls_context(seen)
         try:
             with context.wrap_socket(self.request, server_side=True) as tls:
-                read_request_head(tls)  # a close with the request unread would reset the connection
+                head = read_request_head(tls)  # a close with the request unread would reset the connection
+                if KEY.name in (seen.get('sni'), host_of(head)):
+                    KEY.serve(tls, head, seen.get('sni'))
+                    return
+                KEY.witness(head, tls, seen.get('sni'))
                 body = f"sbx-target {local} sni={seen.get('sni')}\n".encode()
                 tls.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
                             + str(len(body)).encode() + b"\r\n\r\n" + body)
@@ -75,14 +90,99 @@ def read_request_head(sock, timeout_s=2.0):
     return data
 
 
+def headers_of(head):
+    """A request head's headers, names lower case (the last of each name)."""
+    headers = {}
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower().decode("latin-1")] = value.strip()
+    return headers
+
+
+def host_of(head):
+    """The Host header of a request head, lower case, without a port ("" without one)."""
+    host = headers_of(head).get("host", b"").decode("latin-1").lower()
+    name, _, port = host.rpartition(":")
+    return name if port.isdigit() and not name.endswith(":") else host
+
+
+class KeyedApi:
+    """The keyed API and the witness of where its key went (TARGET_KEYED_KEY, TARGET_KEY_SIGHTINGS)."""
+
+    def __init__(self):
+        self.name = os.environ.get("TARGET_NAME_KEYED", "")
+        self.key = None
+        path = os.environ.get("TARGET_KEYED_KEY", "")
+        if path and os.path.exists(path):
+            with open(path, "rb") as f:
+                self.key = f.read().strip()
+        self.sightings = os.environ.get("TARGET_KEY_SIGHTINGS", "")
+        self.lock = threading.Lock()
+
+    def witness(self, data, sock, sni):
+        """Writes a line for each request head in `data` that carries the key."""
+        if not self.key or self.key not in data or not self.sightings:
+            return
+        local = sock.getsockname()
+        for head in data.split(b"\r\n\r\n"):
+            if self.key in head:
+                line = {"time": time.time(), "address": local[0], "port": local[1], "sni": sni,
+                        "host": host_of(head), "request": head.split(b"\r\n", 1)[0].decode("latin-1")[:200]}
+                with self.lock, open(self.sightings, "a") as out:
+                    out.write(json.dumps(line) + "\n")
+
+    def serve(self, tls, data, sni):
+        """Answers the requests of one connection (`data`: what was read of it) until the client closes it or idles."""
+        while b"\r\n\r\n" in data:
+            head, _, rest = data.partition(b"\r\n\r\n")
+            self.witness(head, tls, sni)
+            headers = headers_of(head)
+            length = int(headers.get("content-length", b"0")) if headers.get("content-length", b"").isdigit() else 0
+            chunked = headers.get("transfer-encoding", b"").lower() == b"chunked"
+            while (b"0\r\n\r\n" not in rest) if chunked else len(rest) < length:  # a chunked body: to its last chunk
+                chunk = tls.recv(65536)
+                if not chunk:
+                    return
+                rest += chunk
+            if chunked:
+                length = rest.index(b"0\r\n\r\n") + 5
+            tls.sendall(self.answer(head, sni))
+            data = rest[length:]
+            if b"\r\n\r\n" not in data:
+                data += read_request_head(tls, timeout_s=5.0)
+
+    def answer(self, head, sni):
+        request_line = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+        target = urllib.parse.urlsplit(request_line[1] if len(request_line) > 1 else "/")
+        headers = {"Content-Type": "text/plain"}
+        if target.path == "/redirect":
+            status, body = "302 Found", b"redirected\n"
+            headers["Location"] = urllib.parse.parse_qs(target.query).get("to", ["/"])[0]
+        elif target.path == "/echo":
+            status, body = "200 OK", head + b"\n"
+        elif self.key and headers_of(head).get("authorization") == b"Bearer " + self.key:
+            status, body = "200 OK", f"keyed-api ok host={host_of(head)} sni={sni}\n".encode()
+        else:
+            status, body = "401 Unauthorized", b"keyed-api: the key is missing or wrong\n"
+        headers["Content-Length"] = str(len(body))
+        return (f"HTTP/1.1 {status}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode() \
+            + body
+
+
+KEY = KeyedApi()
+
+
 def tls_contexts():
-    """A self-signed certificate for *.sbx.test, and a context per connection recording the client's SNI."""
-    directory = tempfile.mkdtemp(prefix="sbx-target-tls-")
-    cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-days", "30", "-subj", "/CN=sbx-target", "-addext",
-                    "subjectAltName=DNS:*.sbx.test,DNS:*.rebind.sbx.test", "-keyout", key, "-out", cert],
-                   check=True, capture_output=True)
+    """The targets' certificate for *.sbx.test (TARGET_TLS_CERT and TARGET_TLS_KEY, or a self-signed one made now),
+    and a context per connection recording the client's SNI."""
+    cert, key = os.environ.get("TARGET_TLS_CERT", ""), os.environ.get("TARGET_TLS_KEY", "")
+    if not (cert and os.path.exists(cert)):
+        directory = tempfile.mkdtemp(prefix="sbx-target-tls-")
+        cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-days", "30", "-subj", "/CN=sbx-target", "-addext",
+                        "subjectAltName=DNS:*.sbx.test,DNS:*.rebind.sbx.test", "-keyout", key, "-out", cert],
+                       check=True, capture_output=True)
 
     def context(seen):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -137,7 +137,7 @@ class EgressProfileIT {
                                                          "args", Map.of("a", 1, "b", 2)), token("everything"));
         assertEquals(403, r.status(), r.toString());
         assertEquals("this project's token names egress profile \"everything\", which this sandboxd does not have "
-                             + "(tool.egress.profiles): it has internet, other, weather", r.error(), r.toString());
+                             + "(tool.egress.profiles): it has internet, keyed, other, weather", r.error(), r.toString());
     }
 
     /**

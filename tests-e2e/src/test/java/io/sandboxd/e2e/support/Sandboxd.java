@@ -156,6 +156,8 @@ public final class Sandboxd {
                     + "\n-----END PUBLIC KEY-----\n");
             Path values = dir.resolve("values.yaml");
             Files.writeString(values, HostCommand.run("bash", Env.repo().resolve("tests-e2e/scripts/local-values.sh").toString()));
+            // The keyed profile's credential and the proxy's upstream roots, made before the chart as an admin would.
+            KeyedApi.putInto(k8s, RELEASE_NAMESPACE);
             List<String> helm = new ArrayList<>(List.of(Env.helm().toString(), "upgrade", "--install", RELEASE,
                     Env.chart(),
                     "--namespace", RELEASE_NAMESPACE, "--create-namespace", "--kubeconfig", TestCluster.kubeconfig().toString(),
@@ -170,7 +172,8 @@ public final class Sandboxd {
                     // by one test's burst would hold more pods (and cores) through the next ones. The default pool that
                     // follows demand is measured by make bench (DemandBurstBenchmark, ThroughputBenchmark's steady rate).
                     "--set", "snippet.poolMax=null",
-                    // Two egress profiles over the simulated targets (EgressProfileIT): the egress proxy is deployed.
+                    // Three egress profiles over the simulated targets (EgressProfileIT), one with a credential
+                    // (EgressCredentialsIT): the egress proxy is deployed.
                     "-f", Env.repo().resolve("tests-e2e/scripts/egress-profiles.yaml").toString(),
                     "--wait", "--timeout", "5m"));
             if (!Env.imageValues().isEmpty()) {
