@@ -34,10 +34,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * wherever it was sent (any address, port, SNI or Host of the simulated targets), so each test checks both what the
  * tool got and where the key went.
  * <p>
- * Mutations, each run once: the proxy without its Host check ({@code injection.check} accepting any Host: the "Host of
- * another" and "pipelined" rows get 200 and the witness sees the key sent with Host public.sbx.test); the credential's
- * project changed to another ({@code -Dsandboxd.set=tool.egress.profiles.keyed.credentials[0].project=e2e-other}: the
- * positive controls get 401); the key's Secret mounted into tool pods as well (the hunt finds it).
+ * Mutations, each run once: the credential's project changed to another
+ * ({@code -Dsandboxd.set=tool.egress.profiles.keyed.credentials[0].project=e2e-other}: that project's tool gets 200,
+ * this project's positive controls fail); the proxy without its Host check ({@code injection.check}: the "Host of
+ * another", "pipelined" and "smuggled" rows get 200; the proxy still writes the CONNECT host as the Host, so the
+ * witness shows the key kept to the keyed API); the proxy without its redaction ({@code redactor.replace}: the echo
+ * row returns the key).
  */
 @IsolationTest
 class EgressCredentialsIT {
@@ -207,7 +209,8 @@ class EgressCredentialsIT {
             assertEquals(0, result.path("exit_code").asInt(-1), result.toString());
             JsonNode parsed = JSON.readTree(result.path("stdout").asText());
             parsed.fieldNames().forEachRemaining(name -> System.out.println(
-                    "[credentials]   " + project + "/" + egress + " | " + name + " -> " + parsed.get(name)));
+                    "[credentials]   " + project + "/" + egress + " | " + name + " -> "
+                            + parsed.get(name).toString().replace(key, "<THE KEY>")));
             return parsed;
         } catch (IOException e) {
             throw new IllegalStateException(e);
