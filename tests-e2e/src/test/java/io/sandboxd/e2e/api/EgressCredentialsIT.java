@@ -39,7 +39,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * this project's positive controls fail); the proxy without its Host check ({@code injection.check}: the "Host of
  * another", "pipelined" and "smuggled" rows get 200; the proxy still writes the CONNECT host as the Host, so the
  * witness shows the key kept to the keyed API); the proxy without its redaction ({@code redactor.replace}: the echo
- * row returns the key).
+ * row returns the key); the proxy offering h2 by ALPN ({@code ca.serverConfig}: "HTTP/2 alone by ALPN" gets a
+ * connection and 200).
  */
 @IsolationTest
 class EgressCredentialsIT {
