@@ -6,9 +6,9 @@ targets netns, so a test's positive control can prove a target really answers wh
 HTTP_PORT: every TCP connection gets one HTTP response naming the address that was reached.
 DNS_PORT:  a resolver on UDP and TCP that answers every A query with the address that was reached
            (a public resolver a tool pod must not be able to use instead of cluster DNS).
-TLS_PORT:  the same HTTP response over TLS (a self-signed certificate for *.sbx.test: TARGET_TLS_CERT and
-           TARGET_TLS_KEY, or one made at start by openssl), naming the SNI the client sent too: what an egress
-           proxy's tunnel delivered.
+TLS_PORT:  the same HTTP response over TLS (the self-signed certificate for *.sbx.test that cluster-up.sh makes:
+           TARGET_TLS_CERT and TARGET_TLS_KEY), naming the SNI the client sent too: what an egress proxy's tunnel
+           delivered.
            A connection for TARGET_NAME_KEYED (by SNI, or by the first request's Host) is the keyed API instead
            (issue 48): HTTP/1.1 with keep-alive, each request answered 200 only with `Authorization: Bearer <the
            content of TARGET_KEYED_KEY>` and 401 without; /redirect?to=URL answers 302 to URL, /echo sends the
@@ -24,7 +24,6 @@ import ssl
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -173,16 +172,9 @@ KEY = KeyedApi()
 
 
 def tls_contexts():
-    """The targets' certificate for *.sbx.test (TARGET_TLS_CERT and TARGET_TLS_KEY, or a self-signed one made now),
-    and a context per connection recording the client's SNI."""
-    cert, key = os.environ.get("TARGET_TLS_CERT", ""), os.environ.get("TARGET_TLS_KEY", "")
-    if not (cert and os.path.exists(cert)):
-        directory = tempfile.mkdtemp(prefix="sbx-target-tls-")
-        cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                        "-nodes", "-days", "30", "-subj", "/CN=sbx-target", "-addext",
-                        "subjectAltName=DNS:*.sbx.test,DNS:*.rebind.sbx.test", "-keyout", key, "-out", cert],
-                       check=True, capture_output=True)
+    """The targets' certificate for *.sbx.test (TARGET_TLS_CERT and TARGET_TLS_KEY, made once by cluster-up.sh), and
+    a context per connection recording the client's SNI."""
+    cert, key = os.environ["TARGET_TLS_CERT"], os.environ["TARGET_TLS_KEY"]
 
     def context(seen):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

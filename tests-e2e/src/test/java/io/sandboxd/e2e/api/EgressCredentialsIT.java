@@ -1,7 +1,6 @@
 package io.sandboxd.e2e.api;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -10,14 +9,15 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.KeyedApi;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.ToolProgram;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -44,7 +44,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @IsolationTest
 class EgressCredentialsIT {
-    private static final ObjectMapper JSON = new ObjectMapper();
     static final String PROJECT = "e2e-egress";
     private static final String KEYED = KeyedApi.NAME;
     private static final String PUBLIC = Env.PUBLIC_TARGET_NAME;
@@ -81,7 +80,7 @@ class EgressCredentialsIT {
                 List.of("the keyed API", "get", "https://" + KEYED + "/", "bundle"),
                 List.of("hunt", "hunt")));
         assertEquals(200, results.path("the keyed API").path("status").asInt(), results.toString());
-        JsonNode hunt = JSON.readTree(results.path("hunt").path("detail").asText());
+        JsonNode hunt = Sandboxd.JSON.readTree(results.path("hunt").path("detail").asText());
         System.out.println("[credentials] hunt: " + hunt);
         assertTrue(hunt.path("control_found").asBoolean(), "the hunt did not find its own planted string: " + hunt);
         assertTrue(hunt.path("files_read").asInt() > 0, hunt.toString());
@@ -188,7 +187,7 @@ class EgressCredentialsIT {
             JsonNode result = results.path(row.name());
             Integer status = result.path("status").isInt() ? result.path("status").asInt() : null;
             String detail = result.path("detail").asText("(no result)");
-            if (!java.util.Objects.equals(status, row.status())
+            if (!Objects.equals(status, row.status())
                     || (row.contains() != null && !detail.contains(row.contains())) || detail.contains(key)) {
                 wrong.add(row.name() + ": expected " + row.status() + (row.contains() == null ? "" : " with \""
                         + row.contains() + "\"") + ", got " + status + ": " + detail.replace(key, "<THE KEY>"));
@@ -200,22 +199,12 @@ class EgressCredentialsIT {
     }
 
     private static JsonNode attack(String project, String egress, List<? extends List<String>> cases) {
-        try {
-            String code = "CASES = " + JSON.writeValueAsString(cases) + "\n" + program();
-            ApiResponse r = sandboxd.post("/v1/call", Map.of("image", Sandboxd.AGENT_IMAGE, "function", "run_code",
-                                                             "args", Map.of("code", code, "timeout_s", 90),
-                                                             "timeout_s", 110), token(project, egress));
-            assertEquals(200, r.status(), r.toString());
-            JsonNode result = r.json().path("result");
-            assertEquals(0, result.path("exit_code").asInt(-1), result.toString());
-            JsonNode parsed = JSON.readTree(result.path("stdout").asText());
-            parsed.fieldNames().forEachRemaining(name -> System.out.println(
-                    "[credentials]   " + project + "/" + egress + " | " + name + " -> "
-                            + parsed.get(name).toString().replace(key, "<THE KEY>")));
-            return parsed;
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
-        }
+        JsonNode parsed = ToolProgram.run(sandboxd, token(project, egress),
+                                          ToolProgram.withCases(cases, "egress_credentials.py"), 90);
+        parsed.fieldNames().forEachRemaining(name -> System.out.println(
+                "[credentials]   " + project + "/" + egress + " | " + name + " -> "
+                        + parsed.get(name).toString().replace(key, "<THE KEY>")));
+        return parsed;
     }
 
     private static String token(String project, String egress) {
@@ -229,13 +218,6 @@ class EgressCredentialsIT {
                     s.getBytes(StandardCharsets.UTF_8)));
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
-        }
-    }
-
-    private static String program() throws IOException {
-        try (InputStream in = EgressCredentialsIT.class.getClassLoader().getResourceAsStream(
-                "egress_credentials.py")) {
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         }
     }
 }

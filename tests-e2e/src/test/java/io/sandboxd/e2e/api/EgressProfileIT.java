@@ -1,8 +1,6 @@
 package io.sandboxd.e2e.api;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -19,6 +17,7 @@ import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.ToolProgram;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -210,33 +209,16 @@ class EgressProfileIT {
     }
 
     private static JsonNode attack(String egress, List<List<Object>> cases) {
-        try {
-            String code = "CASES = " + JSON.writeValueAsString(cases) + "\n" + program();
-            ApiResponse r = sandboxd.post("/v1/call", Map.of("image", Sandboxd.AGENT_IMAGE, "function", "run_code",
-                                                             "args", Map.of("code", code, "timeout_s", 90),
-                                                             "timeout_s", 110), token(egress));
-            assertEquals(200, r.status(), r.toString());
-            JsonNode result = r.json().path("result");
-            assertEquals(0, result.path("exit_code").asInt(-1), result.toString());
-            JsonNode parsed = JSON.readTree(result.path("stdout").asText());
-            for (Iterator<String> names = parsed.fieldNames(); names.hasNext();) {
-                String name = names.next();
-                System.out.println("[egress]   " + egress + " | " + name + " -> " + parsed.get(name));
-            }
-            return parsed;
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
+        JsonNode parsed = ToolProgram.run(sandboxd, token(egress), ToolProgram.withCases(cases, "egress_attacks.py"), 90);
+        for (Iterator<String> names = parsed.fieldNames(); names.hasNext();) {
+            String name = names.next();
+            System.out.println("[egress]   " + egress + " | " + name + " -> " + parsed.get(name));
         }
+        return parsed;
     }
 
     private static String token(String egress) {
         return sandboxd.minter().mint(PROJECT, "e2e-agent", Sandboxd.AGENT_IMAGE, "sandboxd",
                                       Duration.ofMinutes(10), null, egress);
-    }
-
-    private static String program() throws IOException {
-        try (InputStream in = EgressProfileIT.class.getClassLoader().getResourceAsStream("egress_attacks.py")) {
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        }
     }
 }

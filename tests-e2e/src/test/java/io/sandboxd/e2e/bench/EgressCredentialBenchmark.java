@@ -1,17 +1,13 @@
 package io.sandboxd.e2e.bench;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.BothRuntimes;
 import io.sandboxd.e2e.support.Sandboxd;
+import io.sandboxd.e2e.support.ToolProgram;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -30,18 +26,12 @@ class EgressCredentialBenchmark {
     private static final int ROUNDS = Integer.getInteger("bench.credential.rounds", 150);
 
     @Test
-    void injectedAgainstTunnelled() throws IOException {
+    void injectedAgainstTunnelled() {
         Sandboxd sandboxd = Sandboxd.get();
         String token = sandboxd.minter().mint("e2e-egress", "bench-agent", Sandboxd.AGENT_IMAGE, "sandboxd",
                                               Duration.ofMinutes(10), null, "keyed");
-        ApiResponse r = sandboxd.post("/v1/call", Map.of("image", Sandboxd.AGENT_IMAGE, "function", "run_code",
-                                                         "args", Map.of("code", "ROUNDS = " + ROUNDS + "\n" + program(),
-                                                                        "timeout_s", 100),
-                                                         "timeout_s", 120), token);
-        assertEquals(200, r.status(), r.toString());
-        JsonNode result = r.json().path("result");
-        assertEquals(0, result.path("exit_code").asInt(-1), result.toString());
-        JsonNode figures = Sandboxd.JSON.readTree(result.path("stdout").asText());
+        JsonNode figures = ToolProgram.run(sandboxd, token, "ROUNDS = " + ROUNDS + "\n"
+                + ToolProgram.source("credential_latency.py"), 100);
         assertEquals("[200]", figures.path("statuses").path("injected").toString(), figures.toString());
         assertEquals("[401]", figures.path("statuses").path("tunnelled").toString(), figures.toString());
         System.out.printf("%n[bench] a tool's request with an injected credential against a tunnelled one, the same "
@@ -65,12 +55,5 @@ class EgressCredentialBenchmark {
 
     private static String ms(List<Long> micros, int percentile) {
         return String.format("%.2f", WarmPoolBenchmark.p(micros, percentile) / 1000.0);
-    }
-
-    private static String program() throws IOException {
-        try (InputStream in = EgressCredentialBenchmark.class.getClassLoader().getResourceAsStream(
-                "credential_latency.py")) {
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        }
     }
 }
