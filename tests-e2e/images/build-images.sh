@@ -382,7 +382,7 @@ fi
 
 # --- coredns: the Go-built binary alone ------------------------------------------------------------
 mkdir -p "$stage/coredns"
-cp "$cache/bin/coredns-$COREDNS_VERSION/coredns" "$stage/coredns/coredns"; touch -d @0 "$stage/coredns/coredns"
+cp "$cache/bin/current/coredns" "$stage/coredns/coredns"; touch -d @0 "$stage/coredns/coredns"
 derive scratch coredns "$stage/coredns" --config.entrypoint /coredns --config.user 65532:65532 && export_image coredns sandboxd.local/coredns:$COREDNS_VERSION
 
 # --- egress proxy (tool.egress, D11): egress-proxy/, smokescreen as a library, a static binary alone -------------
