@@ -192,8 +192,8 @@ final class ReservedPods implements AutoCloseable {
      * ask, on a pod nobody else asked for lately.
      */
     void askForOne() {
-        if (capacity == 0) {
-            return; // reservations are off here: nobody would adopt the pod
+        if (capacity == 0 || draining) {
+            return; // reservations are off here, or the replica is stopping: nobody would adopt the pod
         }
         Instant now = clock.instant();
         for (Pod pod : cache.inRandomOrder(pod -> PodStates.isReadyToServe(pod) && PodStates.isLabelledReserved(pod)
@@ -428,6 +428,18 @@ final class ReservedPods implements AutoCloseable {
                 LOGGER.info("gave reserved pod " + reservation.name() + " back to the pool");
             }
             held.letGo(reservation.name());
+        }
+        // A pod passed on to this replica that no pass has adopted yet is reserved for it but in no queue: given back
+        // too, or it would stay reserved for a replica that is gone until the reservation lapses.
+        for (String name : List.copyOf(asked.keySet())) {
+            Optional<Pod> passed = cache.pod(name).filter(pod -> PoolMarks.reservedBy(pod, replicaId));
+            asked.remove(name);
+            if (passed.isPresent() && held.tryHold(name)) {
+                if (updateOwned(passed.get(), PoolMarks::warm).isPresent()) {
+                    LOGGER.info("gave pod " + name + " passed on to this replica back to the pool");
+                }
+                held.letGo(name);
+            }
         }
     }
 }

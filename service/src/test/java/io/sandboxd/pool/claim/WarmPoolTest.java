@@ -369,6 +369,48 @@ class WarmPoolTest {
     }
 
     /**
+     * A replica that stops gives back a pod passed on to it before any pass adopted it (RolloutsIT once found one left
+     * reserved for a replica that was gone), and asks for none while it drains.
+     */
+    @Test
+    void aStoppingReplicaGivesBackAPodPassedOnToItAndAsksForNoMore() throws Exception {
+        cluster.readyWarmPod("sandbox-passed");
+        PodCache cache = cache();
+        MockCluster.awaitSynced(cache);
+        awaitWarm(1);
+        // Driven by hand (not started): no background pass runs between the steps.
+        ReservedPods holder = new ReservedPods(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-b",
+                                               Clock.systemUTC(), 1, TIMES, ip -> true, new HeldPods(), pod -> true,
+                                               () -> false);
+        ReservedPods stopping = new ReservedPods(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-a",
+                                                 Clock.systemUTC(), 1, TIMES, ip -> true, new HeldPods(), pod -> true,
+                                                 () -> false);
+        holder.maintain();
+        cluster.awaitPod("sandbox-passed", p -> "reserved".equals(state(p)));
+        cache.await(() -> cache.pod("sandbox-passed").filter(p -> "reserved".equals(state(p))), Duration.ofSeconds(5))
+                .orElseThrow();
+        stopping.askForOne();
+        cache.await(() -> cache.pod("sandbox-passed").filter(p -> p.getMetadata().getAnnotations()
+                .containsKey(SandboxLabels.WANTED_BY)), Duration.ofSeconds(5)).orElseThrow();
+        holder.maintain();
+        cache.await(() -> cache.pod("sandbox-passed").filter(p -> PoolMarks.reservedBy(p, "replica-a")),
+                    Duration.ofSeconds(5)).orElseThrow();
+
+        stopping.drain();
+        Pod after = client.pods().inNamespace(NS).withName("sandbox-passed").get();
+        assertEquals("warm", state(after), "given back, not left reserved for a replica that is gone");
+
+        // Draining, it asks for nothing: a pod passed on now would have nobody to adopt it.
+        holder.maintain();
+        cluster.awaitPod("sandbox-passed", p -> "reserved".equals(state(p)));
+        cache.await(() -> cache.pod("sandbox-passed").filter(p -> PoolMarks.reservedBy(p, "replica-b")),
+                    Duration.ofSeconds(5)).orElseThrow();
+        stopping.askForOne();
+        assertNull(client.pods().inNamespace(NS).withName("sandbox-passed").get().getMetadata().getAnnotations()
+                .get(SandboxLabels.WANTED_BY), "a draining replica asks for no pod");
+    }
+
+    /**
      * A reservation is passed on only when it is idle: while a request of its holder waits, an ask leaves it with the
      * holder (under a burst on both replicas, asks had taken nearly every new pod from the slower one).
      */
