@@ -7,6 +7,7 @@ import io.sandboxd.TestSettings;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.function.BooleanSupplier;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -368,6 +369,12 @@ class WarmPoolTest {
         assertNotEquals(pod.name(), holder.claim("req-b", "proj", Duration.ofSeconds(5)).name());
     }
 
+    /** One reservation of one replica, not started: each pass runs when the test calls it. */
+    private ReservedPods handDriven(PodCache cache, String replicaId, BooleanSupplier ownWaiting) {
+        return new ReservedPods(cache, new PodWrites(client, NS, TestSeal.SEAL), replicaId, Clock.systemUTC(), 1, TIMES,
+                                ip -> true, new HeldPods(), pod -> true, ownWaiting);
+    }
+
     /**
      * A replica that stops gives back a pod passed on to it before any pass adopted it (RolloutsIT once found one left
      * reserved for a replica that was gone), and asks for none while it drains.
@@ -379,12 +386,8 @@ class WarmPoolTest {
         MockCluster.awaitSynced(cache);
         awaitWarm(1);
         // Driven by hand (not started): no background pass runs between the steps.
-        ReservedPods holder = new ReservedPods(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-b",
-                                               Clock.systemUTC(), 1, TIMES, ip -> true, new HeldPods(), pod -> true,
-                                               () -> false);
-        ReservedPods stopping = new ReservedPods(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-a",
-                                                 Clock.systemUTC(), 1, TIMES, ip -> true, new HeldPods(), pod -> true,
-                                                 () -> false);
+        ReservedPods holder = handDriven(cache, "replica-b", () -> false);
+        ReservedPods stopping = handDriven(cache, "replica-a", () -> false);
         holder.maintain();
         cluster.awaitPod("sandbox-passed", p -> "reserved".equals(state(p)));
         cache.await(() -> cache.pod("sandbox-passed").filter(p -> "reserved".equals(state(p))), Duration.ofSeconds(5))
@@ -422,9 +425,7 @@ class WarmPoolTest {
         awaitWarm(1);
         boolean[] waiting = {true};
         // Driven by hand (not started): no background pass runs between the steps.
-        ReservedPods holder = new ReservedPods(cache, new PodWrites(client, NS, TestSeal.SEAL), "replica-b",
-                                               Clock.systemUTC(), 1, TIMES, ip -> true, new HeldPods(), pod -> true,
-                                               () -> waiting[0]);
+        ReservedPods holder = handDriven(cache, "replica-b", () -> waiting[0]);
         holder.maintain();
         Pod reserved = cluster.awaitPod("sandbox-kept", p -> "reserved".equals(state(p)));
         cluster.update(PoolMarks.wanted(reserved, "replica-a", Instant.now()));
