@@ -53,14 +53,21 @@ ip6tables -t mangle -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sand
 # The machine's own traffic to a cluster address (a Service's ClusterIP that kube-proxy did not translate, a pod
 # address) would follow the default route out of the machine: dropped at the last hook, after kube-proxy's DNAT,
 # and counted; the e2e suite asserts it stays 0.
-iptables -t mangle -A SBX-UPLINK-COUNT -d "$SERVICE_CIDR" -o "$UPLINK" -m comment --comment "sandboxd guard: Service addresses never leave" -j DROP
-iptables -t mangle -A SBX-UPLINK-COUNT -d "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd guard: pod addresses never leave" -j DROP
+# Each stop is logged first (kernel log, prefix "sbx-guard:"), so a failing count names the sender and the address.
+stop_at_uplink() { # IPTABLES CIDR WHAT
+  $1 -t mangle -A SBX-UPLINK-COUNT -d "$2" -o "$UPLINK" -m limit --limit 20/min -m comment --comment "sandboxd guard: log $3" \
+    -j LOG --log-prefix "sbx-guard: ${3%% *}: "
+  $1 -t mangle -A SBX-UPLINK-COUNT -d "$2" -o "$UPLINK" -m comment --comment "sandboxd guard: $3 never leave" -j DROP
+}
+echo "sbx-guard: cluster up" > /dev/kmsg 2>/dev/null || true  # where this cluster's lines begin
+stop_at_uplink iptables "$SERVICE_CIDR" "Service addresses"
+stop_at_uplink iptables "$POD_CIDR" "pod addresses"
 # Counts pod-sourced packets that really leave through the uplink; the e2e suite asserts it stays 0.
 iptables -t mangle -A SBX-UPLINK-COUNT -s "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd: pod packets out of uplink" -j RETURN
 # The same for IPv6 (a dual-stack cluster's pods; and the machine's own IPv6 default route leads out of it too).
 ip6tables -t mangle -A SBX-GUARD -s "$POD_CIDR6" -o "$UPLINK" -m comment --comment "sandboxd guard: pod traffic never leaves" -j DROP
-ip6tables -t mangle -A SBX-UPLINK-COUNT -d "$SERVICE_CIDR6" -o "$UPLINK" -m comment --comment "sandboxd guard: Service addresses never leave" -j DROP
-ip6tables -t mangle -A SBX-UPLINK-COUNT -d "$POD_CIDR6" -o "$UPLINK" -m comment --comment "sandboxd guard: pod addresses never leave" -j DROP
+stop_at_uplink ip6tables "$SERVICE_CIDR6" "Service addresses"
+stop_at_uplink ip6tables "$POD_CIDR6" "pod addresses"
 ip6tables -t mangle -A SBX-UPLINK-COUNT -s "$POD_CIDR6" -o "$UPLINK" -m comment --comment "sandboxd: pod packets out of uplink" -j RETURN
 if [ "$IP_FAMILIES" = dual ]; then
   sysctl -qw net.ipv6.conf.all.forwarding=1
@@ -233,6 +240,9 @@ $(sed -e "s/__COREDNS_VERSION__/$COREDNS_VERSION/g" -e "s/__CLUSTER_DNS_IP__/$CL
   | hosts="$target_hosts" awk '{ if ($0 == "__TARGET_HOSTS__") print ENVIRON["hosts"]; else print }')
 EOF
 wait_for "CoreDNS ready" 120 sh -c "kubectl --kubeconfig '$KUBECONFIG_ADMIN' -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{.items[*].status.conditions[?(@.type==\"Ready\")].status}' | grep -q True"
+# The machine asks only once node 1's kube-proxy translates the address: before that, its query would follow the
+# default route to the uplink, where the guard stops and counts it (and the e2e suite fails on any such count).
+wait_for "kube-proxy translating the DNS Service" 60 sh -c "iptables -w -t nat -S KUBE-SERVICES | grep -q -- '-d $CLUSTER_DNS_IP/32'"
 wait_for "cluster DNS answers" 60 python3 "$here/dns_query.py" "$CLUSTER_DNS_IP" kubernetes.default.svc.cluster.local
 log "cluster DNS answers at $CLUSTER_DNS_IP"
 

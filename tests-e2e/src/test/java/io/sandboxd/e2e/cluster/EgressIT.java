@@ -69,7 +69,8 @@ class EgressIT {
         assertEquals(0, HostCommand.iptablesPackets("mangle", "SBX-UPLINK-COUNT", "pod packets out of uplink"),
                 "no pod packet ever left through the uplink");
         assertEquals(0, HostCommand.clusterAddressesStoppedAtTheUplink(),
-                "nothing on this machine sent a cluster address to the uplink");
+                () -> "nothing on this machine sent a cluster address to the uplink; the guard's log:\n"
+                        + HostCommand.clusterAddressesStoppedLog());
     }
 
     @Test

@@ -88,6 +88,7 @@ class ApiServerOutageIT {
         assertEquals(List.of(), summary.reusedSandboxes(), "no pod served two runs");
         assertEquals(replicas, Replicas.restarts(sandboxd.k8s()), "no replica was restarted by the outage");
         assertEquals(0, HostCommand.clusterAddressesStoppedAtTheUplink(),
-                     "the Service's address was translated throughout: nothing sent to it reached the uplink");
+                     () -> "the Service's address was translated throughout: nothing sent to it reached the uplink; "
+                             + "the guard's log:\n" + HostCommand.clusterAddressesStoppedLog());
     }
 }

@@ -39,21 +39,38 @@ public final class HostCommand {
 
     /** Packet counter of the first rule in an iptables chain whose comment contains MARKER. */
     public static long iptablesPackets(String table, String chain, String marker) {
-        for (String line : run("iptables", "-w", "-t", table, "-L", chain, "-v", "-x", "-n").split("\n")) {
+        return packets("iptables", table, chain, marker);
+    }
+
+    private static long packets(String iptables, String table, String chain, String marker) {
+        for (String line : run(iptables, "-w", "-t", table, "-L", chain, "-v", "-x", "-n").split("\n")) {
             if (line.contains(marker)) {
                 return Long.parseLong(line.trim().split("\\s+")[0]);
             }
         }
-        throw new IllegalStateException("no rule '" + marker + "' in " + table + "/" + chain);
+        throw new IllegalStateException("no rule '" + marker + "' in " + iptables + " " + table + "/" + chain);
     }
 
     /**
-     * Packets this machine addressed to a cluster address (a Service's ClusterIP kube-proxy did not translate, a pod
-     * address) that the guard stopped at the uplink since the cluster came up (cluster-up.sh): 0 unless the Service
-     * network failed somewhere.
+     * Packets this machine addressed to a cluster address, IPv4 or IPv6 (a Service's ClusterIP kube-proxy did not
+     * translate, a pod address), that the guard stopped at the uplink since the cluster came up (cluster-up.sh): 0
+     * unless the Service network failed somewhere.
      */
     public static long clusterAddressesStoppedAtTheUplink() {
-        return iptablesPackets("mangle", "SBX-UPLINK-COUNT", "Service addresses never leave")
-                + iptablesPackets("mangle", "SBX-UPLINK-COUNT", "pod addresses never leave");
+        long stopped = 0;
+        for (String iptables : List.of("iptables", "ip6tables")) {
+            for (String what : List.of("Service addresses", "pod addresses")) {
+                stopped += packets(iptables, "mangle", "SBX-UPLINK-COUNT", what + " never leave");
+            }
+        }
+        return stopped;
+    }
+
+    /** The kernel log's lines for those packets since the cluster came up (the guard logs each before it drops it). */
+    public static String clusterAddressesStoppedLog() {
+        String log = exec("dmesg").stdout();
+        int start = log.lastIndexOf("sbx-guard: cluster up");
+        return log.substring(Math.max(start, 0)).lines().filter(l -> l.contains("sbx-guard: ")).skip(start < 0 ? 0 : 1)
+                .collect(java.util.stream.Collectors.joining("\n"));
     }
 }
