@@ -46,6 +46,7 @@ for ipt in iptables ip6tables; do
   }
 done
 for s in $(ipset list -n 2>/dev/null | grep -E '^(KUBE|kube-router)'); do ipset destroy "$s" 2>/dev/null; done
+bash "$here/calico-cleanup.sh"  # ENFORCER=calico's felix (node 2's went with its namespace)
 for ipt in iptables ip6tables; do
   $ipt -t mangle -D FORWARD -j SBX-GUARD 2>/dev/null; $ipt -t mangle -F SBX-GUARD 2>/dev/null; $ipt -t mangle -X SBX-GUARD 2>/dev/null
   $ipt -t mangle -D POSTROUTING -j SBX-UPLINK-COUNT 2>/dev/null; $ipt -t mangle -F SBX-UPLINK-COUNT 2>/dev/null; $ipt -t mangle -X SBX-UPLINK-COUNT 2>/dev/null
@@ -53,6 +54,9 @@ for ipt in iptables ip6tables; do
 done
 
 nft delete table bridge sandboxd_pod_l2 2>/dev/null
+nft delete table inet sandboxd_pod_veth 2>/dev/null
+( node_env 1  # ENFORCER=calico: node 1's range routed nowhere but to its pods
+  for f in pod-cidr pod-cidr6; do c=$(cat "$NODE_DIR/cni/$f" 2>/dev/null) && ip route delete blackhole "$c" 2>/dev/null; done )
 
 rm -rf "$CLUSTER_STATE" "$KUBELET_ROOT" "$ETCD_DATA"
 echo "[cluster] down"

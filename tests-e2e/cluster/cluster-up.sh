@@ -24,6 +24,7 @@ if [ "$IP_FAMILIES" = dual ] && [ "$ENFORCER" = kube-router ]; then
   echo "IP_FAMILIES=dual needs an enforcer of IPv6 too: ENFORCER=kube-router-k3s (versions.env says why)" >&2
   exit 1
 fi
+[ "$ENFORCER" != calico ] || nice -n 10 bash "$here/build-calico.sh" >/dev/null  # at once when built
 mkdir -p "$pki" "$run" "$logs"
 
 # start NAME CMD...: run a daemon in the background, log to $logs/NAME.log, record its PID.
@@ -48,8 +49,10 @@ for ipt in iptables ip6tables; do
   $ipt -t mangle -C INPUT -j SBX-GUARD-IN 2>/dev/null || $ipt -t mangle -I INPUT 1 -j SBX-GUARD-IN
 done
 iptables -t mangle -A SBX-GUARD -s "$POD_CIDR" -o "$UPLINK" -m comment --comment "sandboxd guard: pod traffic never leaves" -j DROP
-iptables -t mangle -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sandboxd guard: bridge traffic never leaves" -j DROP
-ip6tables -t mangle -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sandboxd guard: bridge traffic never leaves" -j DROP
+for ipt in iptables ip6tables; do
+  $ipt -t mangle -A SBX-GUARD -i cni0 -o "$UPLINK" -m comment --comment "sandboxd guard: bridge traffic never leaves" -j DROP
+  $ipt -t mangle -A SBX-GUARD -i cali+ -o "$UPLINK" -m comment --comment "sandboxd guard: pod veths never leave" -j DROP
+done
 # The machine's own traffic to a cluster address (a Service's ClusterIP that kube-proxy did not translate, a pod
 # address) would follow the default route out of the machine: dropped at the last hook, after kube-proxy's DNAT,
 # and counted; the e2e suite asserts it stays 0.
@@ -208,7 +211,19 @@ log "registry up at $LOCAL_REGISTRY (loopback, plain HTTP)"
 
 K() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 
-# --- 6. the nodes: containerd, kubelet, pod network, kube-proxy, kube-router on each -------------------
+# --- 6. the nodes: containerd, kubelet, pod network, kube-proxy, the enforcer on each ------------------
+if [ "$ENFORCER" = calico ]; then
+  # Calico's CRDs, read by felix with the Kubernetes API as its datastore, and the mark calico-node's startup
+  # would set (felix waits for it): policy only, no IP pools, no BGP.
+  K apply --server-side -f "$SANDBOXD_CACHE/calico/$CALICO_VERSION/crds.yaml" >/dev/null
+  K wait --for condition=established --timeout=60s crd/clusterinformations.crd.projectcalico.org >/dev/null
+  K apply -f - >/dev/null <<EOF
+apiVersion: crd.projectcalico.org/v1
+kind: ClusterInformation
+metadata: {name: default}
+spec: {datastoreReady: true, clusterType: "k8s,kdd", calicoVersion: "$CALICO_VERSION"}
+EOF
+fi
 # Pods get cluster DNS only; the host's resolver is never handed to them.
 echo "nameserver $CLUSTER_DNS_IP" > "$CLUSTER_STATE/resolv.conf"
 nodes=$(seq 1 "$CLUSTER_NODES" | tr '\n' ' ')

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One node of the local cluster: its containerd (runc and gVisor), kubelet, kube-proxy and kube-router
-# (NetworkPolicy), its pod bridge and pod network. Node 1 lives in the machine's own network namespace (the
+# One node of the local cluster: its containerd (runc and gVisor), kubelet, kube-proxy and NetworkPolicy enforcer
+# (kube-router, or Calico's felix: cluster.env's ENFORCER), and its pod network. Node 1 lives in the machine's own network namespace (the
 # control plane's); node 2 in a network namespace of its own with its own node IP, joined to node 1 by a veth
 # link over which pod traffic between the nodes is routed, so a packet from a pod on one node to a pod on the
 # other leaves one node and enters the other. Every process is recorded by PID in $CLUSTER_STATE/run.
@@ -12,7 +12,7 @@
 #   node.sh freeze N  its kubelet stopped (SIGSTOP) while containerd, its pods and the enforcer run on: a kubelet
 #                     that died on a live machine; `node.sh thaw N` lets it go on (SIGCONT)
 #   node.sh restart-enforcer N [clean]
-#                     kube-router killed and started again (an upgrade, a crash); with "clean" its iptables rules
+#                     the enforcer killed and started again (an upgrade, a crash); with "clean" its iptables rules
 #                     and ipsets are removed in between (an enforcer that starts from nothing: the lifecycle
 #                     matrix's mutation); returns when it answers its health check
 set -euo pipefail
@@ -49,6 +49,7 @@ stop() { # NAME: the recorded process group, SIGKILL (a node lost does not shut 
 }
 K() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 ctr_sock=$NODE_DIR/containerd/containerd.sock
+calico_dir=$SANDBOXD_CACHE/calico/$CALICO_VERSION
 
 node_ip() { # the node's IPv4 address, and its IPv6 one after a comma on a dual-stack cluster
   if [ -n "$NODE_NETNS" ]; then both "$NODE_LINK_NODE" "$NODE_LINK_NODE6"; else both "$API_IP" "$NODE1_IP6"; fi
@@ -158,7 +159,7 @@ state = "$NODE_DIR/containerd/state"
         TypeUrl = "io.containerd.runsc.v1.options"
         ConfigPath = "$NODE_DIR/containerd/runsc.toml"
   [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ["/usr/lib/cni"]
+    bin_dirs = ["/usr/lib/cni"$([ "$ENFORCER" != calico ] || echo ", \"$calico_dir\"")]
     conf_dir = "$NODE_DIR/cni/net.d"
 # Nothing here uses NRI, and its socket (/var/run/nri/nri.sock) would be one for every node's containerd: the
 # second to start would exit at once ("address already in use").
@@ -257,11 +258,15 @@ pod_network_up() { # the node's pod ranges, as the controller manager allocated 
   cidr=$(K get node "$NODE_NAME" -o jsonpath='{.spec.podCIDR}')
   echo "$cidr" > "$NODE_DIR/cni/pod-cidr"
   [ -z "$NODE_NETNS" ] || ip route replace "$cidr" via "$NODE_LINK_NODE" dev "$NODE_LINK_IF"
+  # Calico routes each pod's address to its own veth: the rest of the node's range goes nowhere, as Calico's own
+  # IPAM blocks do (not out of the default route, where the guard would stop it).
+  [ "$ENFORCER" != calico ] || on ip route replace blackhole "$cidr"
   if [ "$IP_FAMILIES" = dual ]; then
     local cidr6
     cidr6=$(K get node "$NODE_NAME" -o jsonpath='{.spec.podCIDRs[1]}')
     echo "$cidr6" > "$NODE_DIR/cni/pod-cidr6"
     [ -z "$NODE_NETNS" ] || ip -6 route replace "$cidr6" via "$NODE_LINK_NODE6" dev "$NODE_LINK_IF"
+    [ "$ENFORCER" != calico ] || on ip -6 route replace blackhole "$cidr6"
     cidr+=" $cidr6"
   fi
   "$here/pod-network.sh" close "$n"
@@ -282,6 +287,7 @@ kube_router() { # the kube-router build of cluster.env's ENFORCER (build-k8s.sh 
 }
 
 enforcer_up() { # kube-router in firewall-only mode enforces NetworkPolicy with iptables and ipsets (ip6tables too: dual)
+  [ "$ENFORCER" != calico ] || { felix_up; return; }
   local v6=()
   # ENFORCER_IPV6=off leaves IPv6 unenforced on a dual-stack cluster: the mutation of the IPv6 cells
   # (ENFORCER_IPV6=off node.sh restart-enforcer N clean; restart-enforcer N clean again to restore).
@@ -289,6 +295,26 @@ enforcer_up() { # kube-router in firewall-only mode enforces NetworkPolicy with 
   start "kube-router$sfx" "$(kube_router)" --kubeconfig="$KUBECONFIG_ADMIN" --hostname-override="$NODE_NAME" \
     --run-firewall=true --run-router=false --run-service-proxy=false --service-cluster-ip-range="$SERVICE_CIDR" "${v6[@]}" \
     --health-port=20244 --metrics-port=0 --v=1
+}
+
+felix_up() { # Calico's felix, policy only: the Kubernetes API as datastore, no BGP, no IP pools, no BPF
+  local v6=false
+  [ "$IP_FAMILIES" != dual ] || [ "${ENFORCER_IPV6:-on}" = off ] || v6=true
+  # Built without cgo (build-calico.sh): DebugSkipCTLBCleanup keeps it off BPF's clean-up and XDP off bpffs. Pods
+  # reach their own node (the kubelet's probes come back that way), as upstream's manifests set it. Felix's health
+  # listens on kube-router's port, so one check serves both enforcers.
+  mkdir -p "$NODE_DIR/calico/endpoint-status"; echo "$NODE_NAME" > "$NODE_DIR/calico/nodename"
+  start "felix$sfx" env DATASTORE_TYPE=kubernetes FELIX_ENDPOINTSTATUSPATHPREFIX="$NODE_DIR/calico" KUBECONFIG="$KUBECONFIG_ADMIN" FELIX_FELIXHOSTNAME="$NODE_NAME" \
+    FELIX_IPV6SUPPORT=$v6 FELIX_DEFAULTENDPOINTTOHOSTACTION=ACCEPT FELIX_XDPENABLED=false FELIX_DebugSkipCTLBCleanup=true \
+    FELIX_HEALTHENABLED=true FELIX_HEALTHHOST=127.0.0.1 FELIX_HEALTHPORT=20244 FELIX_USAGEREPORTINGENABLED=false \
+    FELIX_REPORTINGINTERVALSECS=0 FELIX_LOGFILEPATH=none FELIX_LOGSEVERITYSYS=none FELIX_LOGSEVERITYSCREEN=info FELIX_IPTABLESBACKEND=nft \
+    "$calico_dir/calico-node" -felix
+}
+
+enforcer_name() { if [ "$ENFORCER" = calico ]; then echo felix; else echo kube-router; fi; }
+
+enforcer_healthy() { # kube-router's /healthz, felix's /readiness, both on port 20244
+  if [ "$ENFORCER" = calico ]; then on curl -sf "http://127.0.0.1:20244/readiness"; else on curl -sf "http://127.0.0.1:20244/healthz"; fi
 }
 
 signal_kubelet() { # SIGNAL: to the node's kubelet alone (its process group holds only it)
@@ -302,7 +328,7 @@ kill_node() {
   # The link goes first, as a machine's does when it loses power: nothing the node does while it dies (a pod's
   # process ended, a socket closed by its kernel) reaches the other node as a reset or a FIN.
   [ -z "$NODE_NETNS" ] || ip link set "$NODE_LINK_IF" down 2>/dev/null || true
-  for p in kube-router kube-proxy kubelet containerd; do stop "$p$sfx"; done
+  for p in kube-router felix kube-proxy kubelet containerd; do stop "$p$sfx"; done
   [ -z "$NODE_NETNS" ] || stop "registry$sfx"
   # The containers' shims outlive containerd by design; end them, gVisor's sandboxes and every pod process too.
   pkill -KILL -f "containerd-shim-run(c-v2|sc-v1) .*-address $ctr_sock" 2>/dev/null || true
@@ -342,11 +368,13 @@ case $action in
   freeze) signal_kubelet STOP; log "kubelet stopped" ;;
   thaw) signal_kubelet CONT; log "kubelet goes on" ;;
   restart-enforcer)
-    stop "kube-router$sfx"
-    if [ "${3:-}" = clean ]; then on "$(kube_router)" --cleanup-config >/dev/null 2>&1 || true; fi
+    stop "$(enforcer_name)$sfx"
+    if [ "${3:-}" = clean ]; then
+      if [ "$ENFORCER" = calico ]; then on bash "$here/calico-cleanup.sh"; else on "$(kube_router)" --cleanup-config >/dev/null 2>&1 || true; fi
+    fi
     enforcer_up
-    wait_for "kube-router healthy" 60 on curl -sf "http://127.0.0.1:20244/healthz"
-    log "kube-router restarted${3:+ ($3)}"
+    wait_for "$(enforcer_name) healthy" 60 enforcer_healthy
+    log "$(enforcer_name) restarted${3:+ ($3)}"
     ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
