@@ -260,13 +260,13 @@ pod_network_up() { # the node's pod ranges, as the controller manager allocated 
   [ -z "$NODE_NETNS" ] || ip route replace "$cidr" via "$NODE_LINK_NODE" dev "$NODE_LINK_IF"
   # Calico routes each pod's address to its own veth: the rest of the node's range goes nowhere, as Calico's own
   # IPAM blocks do (not out of the default route, where the guard would stop it).
-  [ "$ENFORCER" != calico ] || on ip route replace blackhole "$cidr"
+  [ "$POD_LINKS" != routed ] || on ip route replace blackhole "$cidr"
   if [ "$IP_FAMILIES" = dual ]; then
     local cidr6
     cidr6=$(K get node "$NODE_NAME" -o jsonpath='{.spec.podCIDRs[1]}')
     echo "$cidr6" > "$NODE_DIR/cni/pod-cidr6"
     [ -z "$NODE_NETNS" ] || ip -6 route replace "$cidr6" via "$NODE_LINK_NODE6" dev "$NODE_LINK_IF"
-    [ "$ENFORCER" != calico ] || on ip -6 route replace blackhole "$cidr6"
+    [ "$POD_LINKS" != routed ] || on ip -6 route replace blackhole "$cidr6"
     cidr+=" $cidr6"
   fi
   "$here/pod-network.sh" close "$n"

@@ -23,7 +23,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/cluster.env"
 table="bridge sandboxd_pod_l2" ports='veth*'
-[ "$ENFORCER" != calico ] || table="inet sandboxd_pod_veth" ports='cali*'
+[ "$POD_LINKS" != routed ] || table="inet sandboxd_pod_veth" ports='cali*'
 action=${1:-}
 if [ -z "${2:-}" ]; then
   nodes=$(cat "$CLUSTER_STATE/run/nodes" 2>/dev/null || echo 1)
@@ -47,7 +47,7 @@ write_conflist() { # CLOSED(true|false)
   elif [ "$1" = true ]; then
     tuning='{"type": "tuning", "sysctl": {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1", "net.ipv6.conf.eth0.disable_ipv6": "1"}},'
   fi
-  if [ "$ENFORCER" = calico ]; then
+  if [ "$POD_LINKS" = routed ]; then
     # The calico plugin with host-local IPAM (the node's ranges, as the bridge has them) and the Kubernetes API
     # as datastore; it routes the pod's addresses to its veth and gives the pod a default route of its own.
     # Its files are the node's own (node 2 shares this machine's disk): the name calico-node's startup would write,
@@ -83,7 +83,7 @@ case "$action" in
     write_conflist true
     # The bridge table sees frames (ether type); calico's inet table sees only IP, since the node routes nothing else.
     ether="ether type ip6 " ip4="ether type { ip, arp } accept" closed="IPv4 and ARP"
-    [ "$ENFORCER" != calico ] || ether="" ip4="meta nfproto ipv4 accept" closed="IPv4"
+    [ "$POD_LINKS" != routed ] || ether="" ip4="meta nfproto ipv4 accept" closed="IPv4"
     ip6_rules=""
     if [ "$IP_FAMILIES" = dual ]; then
       ip6_rules="${ether}ip6 saddr $POD_CIDR6 ip6 daddr != { fe80::/10, ff00::/8 } accept

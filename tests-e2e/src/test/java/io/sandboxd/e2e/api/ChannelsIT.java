@@ -1,5 +1,6 @@
 package io.sandboxd.e2e.api;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -9,6 +10,7 @@ import io.sandboxd.e2e.support.Attacks;
 import io.sandboxd.e2e.support.Attacks.Report;
 import io.sandboxd.e2e.support.Env;
 import io.sandboxd.e2e.support.NetworkPolicyModel;
+import io.sandboxd.e2e.support.PodNetwork;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestCluster;
 import io.sandboxd.e2e.support.TestPods;
@@ -108,6 +110,18 @@ class ChannelsIT {
         }
     }
 
+    /** The neighbours the probe's ARP sweep found (address to hardware address), from its report line. */
+    private static Map<String, String> sweepNeighbours(String line) {
+        try {
+            JsonNode detail = Sandboxd.JSON.readTree(Sandboxd.JSON.readTree(line).path("detail").asText());
+            Map<String, String> found = new java.util.TreeMap<>();
+            detail.path("neighbours").properties().forEach(e -> found.put(e.getKey(), e.getValue().asText()));
+            return found;
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new AssertionError("not the probe's sweep report: " + line, e);
+        }
+    }
+
     /** FLAG before each spec. */
     private static List<String> each(String flag, List<String> specs) {
         return specs.stream().flatMap(spec -> java.util.stream.Stream.of(flag, spec)).toList();
@@ -130,13 +144,15 @@ class ChannelsIT {
     @Test
     @Order(1)
     void everyTargetAnswersTheControlOnEveryChannel() {
+        // The gateway is the node on a bridge; on routed veths it is 169.254.1.1, which no host holds: silent for all.
+        String gateway = PodNetwork.ofCluster().gatewayAnswers() ? "--open" : "--closed";
         List<String> args = new ArrayList<>(Attacks.args(
                 "--open", "udp-dns:" + Env.CLUSTER_DNS + ":53", "--open", "tcp-dns:" + Env.CLUSTER_DNS + ":53",
                 "--open", "udp-dns:" + coreDns + ":53", "--open", "tcp:" + coreDns + ":8181",
                 "--open", "udp-dns:" + Env.PUBLIC_TARGET + ":53", "--open", "tcp-dns:" + Env.PUBLIC_TARGET + ":53",
                 "--open", "tcp:" + Env.PUBLIC_TARGET + ":80",
-                "--open", "icmp:" + Env.PUBLIC_TARGET, "--open", "icmp:gateway", "--open", "icmp:" + coreDns,
-                "--open", "tcp:" + nodeIp + ":6443", "--open", "tcp:" + nodeIp + ":10250", "--open", "tcp:gateway:10250"));
+                "--open", "icmp:" + Env.PUBLIC_TARGET, gateway, "icmp:gateway", "--open", "icmp:" + coreDns,
+                "--open", "tcp:" + nodeIp + ":6443", "--open", "tcp:" + nodeIp + ":10250", gateway, "tcp:gateway:10250"));
         args.addAll(sandboxdAndBlockedTargets("--open"));
         args.addAll(everyNode("--open"));
         args.addAll(each("--open", IPV6_CLOSED));
@@ -189,24 +205,35 @@ class ChannelsIT {
         args.add("--sweep-unicast");
         Map<String, List<String>> neighboursByNode = neighbours.stream()
                 .collect(java.util.stream.Collectors.groupingBy(ip -> Attacks.nodeOf(sandboxd.k8s(), ip)));
-        // From a sandbox on each node: ARP sees its own node's bridge only, so each node's neighbours are attacked
+        // From a sandbox on each node: ARP sees its own node's link only, so each node's neighbours are attacked
         // from a sandbox beside them.
+        PodNetwork network = PodNetwork.ofCluster();
         Attacks.onEveryNode(sandboxd.k8s(), "snippet", () -> Attacks.fromSnippet(sandboxd, args)).forEach((node, r) -> {
             assertTrue(r.allAsExpected(), "no IPv6 link-local answer from any neighbour on " + node + ": " + r);
             String sweep = r.lines("\"ipv6-sweep\"").getFirst();
-            // The attacker's discovery works (ARP is never filtered): the sweep really aimed at every target on its
-            // node (the test's own neighbour there always; CoreDNS and sandboxd where they share it), so its silence
-            // means the IPv6 path is closed, not that it had nothing to attack.
+            Map<String, String> found = sweepNeighbours(sweep);
             List<String> onItsNode = neighboursByNode.getOrDefault(node, List.of());
             assertTrue(onItsNode.contains(NEIGHBOURS.get(node)), "the test's neighbour on " + node + ": " + onItsNode);
-            assertTrue(onItsNode.stream().allMatch(sweep::contains), "ARP found the targets on " + node + " "
-                    + onItsNode + ": " + sweep);
+            if (network.podsShareALink()) {
+                // The attacker's discovery works (ARP is never filtered): the sweep really aimed at every target on its
+                // node (the test's own neighbour there always; CoreDNS and sandboxd where they share it), so its
+                // silence means the IPv6 path is closed, not that it had nothing to attack.
+                assertTrue(onItsNode.stream().allMatch(found::containsKey), "ARP found the targets on " + node + " "
+                        + onItsNode + ": " + sweep);
+            } else {
+                // A routed veth: the one neighbour ARP finds is the node (one hardware address, whatever was asked),
+                // never a pod beside the sandbox; the sweep attacked the node's link-local address and ff02::1.
+                assertEquals(1, new java.util.HashSet<>(found.values()).size(), "ARP finds only the node: " + sweep);
+                assertTrue(onItsNode.stream().noneMatch(found::containsKey), "no pod on " + node + " is a link "
+                        + "neighbour of the sandbox: " + onItsNode + ": " + sweep);
+            }
             assertTrue(r.lines("ipv6 ").size() > 10, "IPv6 attempts made: " + r);
             if (!IPV6_NEIGHBOURS.isEmpty()) {
                 assertTrue(r.lines("ipv6 [").size() > 2 * 64, "unicast IPv6 attempts made: " + r);
             }
-            System.out.println("IPv6 link-local sweep from a snippet on " + node + ": its targets there " + onItsNode
-                    + " found by ARP, " + r.lines("ipv6 ").size() + " IPv6 attempts, none answered");
+            System.out.println("IPv6 link-local sweep from a snippet on " + node + " (" + network + "): ARP found "
+                    + found.keySet() + " (the pods there: " + onItsNode + "), " + r.lines("ipv6 ").size()
+                    + " IPv6 attempts, none answered");
         });
     }
 
@@ -259,8 +286,10 @@ class ChannelsIT {
             List<String> pings = new ArrayList<>(List.of(verdict, "icmp:" + other));
             List<String> open = new ArrayList<>();
             for (String t : targets) {
-                pings.addAll(List.of(verdict, "icmp:" + t));
-                open.addAll(List.of("--open", "icmp:" + t));
+                // On routed veths the gateway (169.254.1.1) is no host: silent for the control too.
+                boolean silent = t.equals("gateway") && !PodNetwork.ofCluster().gatewayAnswers();
+                pings.addAll(List.of(silent ? "--closed" : verdict, "icmp:" + t));
+                open.addAll(List.of(silent ? "--closed" : "--open", "icmp:" + t));
             }
             // (Another sandbox is not among the controls: its own ingress policy drops every ping, whoever sends it.)
             Report controlPings = Attacks.fromPod(control, "control", open);

@@ -23,6 +23,7 @@ import io.sandboxd.e2e.support.Replicas;
 import io.sandboxd.e2e.support.NetworkPolicyModel.Cell;
 import io.sandboxd.e2e.support.NetworkPolicyModel.Endpoint;
 import io.sandboxd.e2e.support.NetworkPolicyModel.Kind;
+import io.sandboxd.e2e.support.PodNetwork;
 import io.sandboxd.e2e.support.Sandboxd;
 import io.sandboxd.e2e.support.TestPods;
 
@@ -188,7 +189,7 @@ class TruthTableIT {
         Pod toolPod = await().atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(250))
                 .until(() -> toolPods().stream().filter(p -> !toolPodsBefore.contains(p.getMetadata().getName())
                         && Readiness.isPodReady(p)).findFirst(), Optional::isPresent).orElseThrow();
-        String linkLocal = nodeLinkLocal("cni0");
+        String linkLocal = nodeLinkLocal(PodNetwork.ofCluster());
         Endpoint nodeLinkLocal = new Endpoint("node link-local", linkLocal, null, Map.of(), Map.of(), Kind.NODE,
                                               apiNode.node());
         Endpoint allNodes = new Endpoint("all nodes", "ff02::1", null, Map.of(), Map.of(), Kind.NODE, null);
@@ -448,18 +449,18 @@ class TruthTableIT {
     }
 
     /**
-     * The node's IPv6 link-local address on the pod network's bridge, as a pod would find it (ARP, then EUI-64): read
-     * from the node itself, where the test runs.
+     * The node's IPv6 link-local address on a pod's link (the bridge, or a pod's veth), as a pod would find it (ARP,
+     * then EUI-64): read from the node itself, where the test runs.
      */
-    private static String nodeLinkLocal(String bridge) throws java.io.IOException {
+    private static String nodeLinkLocal(PodNetwork network) throws java.io.IOException {
         for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/net/if_inet6"))) {
             String[] f = line.trim().split("\\s+");
-            if (f.length == 6 && f[5].equals(bridge) && f[0].startsWith("fe80")) {
+            if (f.length == 6 && network.isNodeSideOfAPodLink(f[5]) && f[0].startsWith("fe80")) {
                 return java.net.InetAddress.getByName(f[0].replaceAll("(.{4})(?!$)", "$1:")).getHostAddress()
                         .replaceAll("%.*", "");
             }
         }
-        throw new AssertionError("no link-local address on " + bridge + " in /proc/net/if_inet6");
+        throw new AssertionError("no link-local address on a pod link (" + network + ") in /proc/net/if_inet6");
     }
 
     /** The IPv6 side of {@link #asAnotherPod}: an address of the pod network's IPv6 range (cluster.env POD_CIDR6). */
