@@ -99,9 +99,9 @@ e2e: ## the end-to-end suite against $$KUBECONFIG (or the local cluster); E2E_KE
 	[ -n "$(E2E_KEEP_REPORTS)" ] || rm -rf tests-e2e/target/failsafe-reports*  # a skipped pass must not leave an old summary to verify
 	KUBECONFIG=$${KUBECONFIG:-$(KUBECONFIG_LOCAL)} $(MVN) -pl tests-e2e -am -Pe2e -DskipUnitTests=true $(E2E_FLAGS) verify
 
-# The isolation tests' second pass runs on a second cluster: dual-stack, with the other enforcer (ENFORCER in
+# The isolation tests' second pass runs on a second cluster: dual-stack, with Calico for enforcer (ENFORCER in
 # tests-e2e/cluster/cluster.env), so every claim is attacked on two enforcers and IPv6's on a dual-stack cluster.
-TEST_SECOND_CLUSTER := IP_FAMILIES=dual ENFORCER=kube-router-k3s
+TEST_SECOND_CLUSTER := IP_FAMILIES=dual ENFORCER=calico
 # One e2e run on a fresh cluster: cluster up, the release published to its registry, the suite installing from there
 # with the given pass flags, the cluster down (whatever the suite's outcome).
 define e2e_on_cluster
@@ -110,7 +110,7 @@ define e2e_on_cluster
 	  || status=$$?; $(MAKE) cluster-down; exit $$status
 endef
 
-test: packages verify ## every test: unit tests, the release and its verification, then on a cluster of TEST_NODES nodes the e2e suite's runc and fault passes, then on a dual-stack cluster with the other enforcer its gVisor pass
+test: packages verify ## every test: unit tests, the release and its verification, then on a cluster of TEST_NODES nodes the e2e suite's runc and fault passes, then on a dual-stack cluster with Calico its gVisor pass
 	$(MAKE) release verify-release
 	$(call e2e_on_cluster,,-De2e.gvisor.skip=true,)
 	$(call e2e_on_cluster,$(TEST_SECOND_CLUSTER),-De2e.runc.skip=true -De2e.faults.skip=true,1)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes components, kube-router, CoreDNS, helm and the registry from the Go module proxy into
-# a cache keyed by version ($SANDBOXD_CACHE/bin/<component>-<version>/). A second run rebuilds nothing.
+# Builds the Kubernetes components, kube-router, Calico (build-calico.sh), CoreDNS, helm and the registry from the
+# Go module proxy into a cache keyed by version ($SANDBOXD_CACHE/bin/<component>-<version>/). A second run rebuilds nothing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
@@ -150,12 +150,14 @@ build_k8s_lane() {
 }
 build_others() {
   build_go_tool kube-router "$KUBE_ROUTER_VERSION" github.com/cloudnativelabs/kube-router/v2 github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
-  build_kube_router_k3s
+  bash "$here/build-calico.sh"  # the second cluster's enforcer (Makefile: TEST_SECOND_CLUSTER)
   build_coredns
   build_go_tool helm "$HELM_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm
   build_go_tool registry "$DISTRIBUTION_VERSION" github.com/distribution/distribution/v3 github.com/distribution/distribution/v3/cmd/registry
   build_containerd
 }
+# `build-k8s.sh kube-router-k3s`: that one only (cluster-up.sh, for ENFORCER=kube-router-k3s; make test runs none).
+if [ "${1:-}" = kube-router-k3s ]; then build_kube_router_k3s; exit 0; fi
 build_k8s_lane & k8s_lane=$!
 build_others & others_lane=$!
 status=0

@@ -21,10 +21,12 @@ if [ -f "$run/cluster.up" ]; then
   log "stale state found; cleaning it first"; "$here/cluster-down.sh"
 fi
 if [ "$IP_FAMILIES" = dual ] && [ "$ENFORCER" = kube-router ]; then
-  echo "IP_FAMILIES=dual needs an enforcer of IPv6 too: ENFORCER=kube-router-k3s (versions.env says why)" >&2
+  echo "IP_FAMILIES=dual needs an enforcer of IPv6 too: ENFORCER=calico or kube-router-k3s (versions.env says why)" >&2
   exit 1
 fi
-[ "$ENFORCER" != calico ] || nice -n 10 bash "$here/build-calico.sh" >/dev/null  # at once when built
+# The enforcers make test does not run are built when first asked for (at once when built).
+[ "$ENFORCER" != calico ] || bash "$here/build-calico.sh" >/dev/null
+[ "$ENFORCER" != kube-router-k3s ] || bash "$here/build-k8s.sh" kube-router-k3s
 mkdir -p "$pki" "$run" "$logs"
 
 # start NAME CMD...: run a daemon in the background, log to $logs/NAME.log, record its PID.
