@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One node of the local cluster: its containerd (runc and gVisor), kubelet, kube-proxy and NetworkPolicy enforcer
-# (kube-router, or Calico's felix: cluster.env's ENFORCER), and its pod network. Node 1 lives in the machine's own network namespace (the
+# (kube-router, or Calico's felix: cluster.env's ENFORCER), and its pod network. Node 1 lives in the machine's own
+# network namespace (the
 # control plane's); node 2 in a network namespace of its own with its own node IP, joined to node 1 by a veth
 # link over which pod traffic between the nodes is routed, so a packet from a pod on one node to a pod on the
 # other leaves one node and enters the other. Every process is recorded by PID in $CLUSTER_STATE/run.
@@ -50,6 +51,8 @@ stop() { # NAME: the recorded process group, SIGKILL (a node lost does not shut 
 K() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 ctr_sock=$NODE_DIR/containerd/containerd.sock
 calico_dir=$SANDBOXD_CACHE/calico/$CALICO_VERSION
+# The enforcer's daemon (its PID file's name) and its health path; both listen for health on port 20244.
+if [ "$ENFORCER" = calico ]; then enforcer=felix enforcer_health=/readiness; else enforcer=kube-router enforcer_health=/healthz; fi
 
 node_ip() { # the node's IPv4 address, and its IPv6 one after a comma on a dual-stack cluster
   if [ -n "$NODE_NETNS" ]; then both "$NODE_LINK_NODE" "$NODE_LINK_NODE6"; else both "$API_IP" "$NODE1_IP6"; fi
@@ -304,17 +307,12 @@ felix_up() { # Calico's felix, policy only: the Kubernetes API as datastore, no 
   # reach their own node (the kubelet's probes come back that way), as upstream's manifests set it. Felix's health
   # listens on kube-router's port, so one check serves both enforcers.
   mkdir -p "$NODE_DIR/calico/endpoint-status"; echo "$NODE_NAME" > "$NODE_DIR/calico/nodename"
-  start "felix$sfx" env DATASTORE_TYPE=kubernetes FELIX_ENDPOINTSTATUSPATHPREFIX="$NODE_DIR/calico" KUBECONFIG="$KUBECONFIG_ADMIN" FELIX_FELIXHOSTNAME="$NODE_NAME" \
-    FELIX_IPV6SUPPORT=$v6 FELIX_DEFAULTENDPOINTTOHOSTACTION=ACCEPT FELIX_XDPENABLED=false FELIX_DebugSkipCTLBCleanup=true \
+  start "felix$sfx" env DATASTORE_TYPE=kubernetes KUBECONFIG="$KUBECONFIG_ADMIN" FELIX_FELIXHOSTNAME="$NODE_NAME" \
+    FELIX_ENDPOINTSTATUSPATHPREFIX="$NODE_DIR/calico" FELIX_IPV6SUPPORT=$v6 FELIX_DEFAULTENDPOINTTOHOSTACTION=ACCEPT \
+    FELIX_XDPENABLED=false FELIX_DebugSkipCTLBCleanup=true FELIX_IPTABLESBACKEND=nft \
     FELIX_HEALTHENABLED=true FELIX_HEALTHHOST=127.0.0.1 FELIX_HEALTHPORT=20244 FELIX_USAGEREPORTINGENABLED=false \
-    FELIX_REPORTINGINTERVALSECS=0 FELIX_LOGFILEPATH=none FELIX_LOGSEVERITYSYS=none FELIX_LOGSEVERITYSCREEN=info FELIX_IPTABLESBACKEND=nft \
+    FELIX_REPORTINGINTERVALSECS=0 FELIX_LOGFILEPATH=none FELIX_LOGSEVERITYSYS=none FELIX_LOGSEVERITYSCREEN=info \
     "$calico_dir/calico-node" -felix
-}
-
-enforcer_name() { if [ "$ENFORCER" = calico ]; then echo felix; else echo kube-router; fi; }
-
-enforcer_healthy() { # kube-router's /healthz, felix's /readiness, both on port 20244
-  if [ "$ENFORCER" = calico ]; then on curl -sf "http://127.0.0.1:20244/readiness"; else on curl -sf "http://127.0.0.1:20244/healthz"; fi
 }
 
 signal_kubelet() { # SIGNAL: to the node's kubelet alone (its process group holds only it)
@@ -368,13 +366,13 @@ case $action in
   freeze) signal_kubelet STOP; log "kubelet stopped" ;;
   thaw) signal_kubelet CONT; log "kubelet goes on" ;;
   restart-enforcer)
-    stop "$(enforcer_name)$sfx"
+    stop "$enforcer$sfx"
     if [ "${3:-}" = clean ]; then
       if [ "$ENFORCER" = calico ]; then on bash "$here/calico-cleanup.sh"; else on "$(kube_router)" --cleanup-config >/dev/null 2>&1 || true; fi
     fi
     enforcer_up
-    wait_for "$(enforcer_name) healthy" 60 enforcer_healthy
-    log "$(enforcer_name) restarted${3:+ ($3)}"
+    wait_for "$enforcer healthy" 60 on curl -sf "http://127.0.0.1:20244$enforcer_health"
+    log "$enforcer restarted${3:+ ($3)}"
     ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac

@@ -44,6 +44,8 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @IsolationTest
 class ChannelsIT {
+    /** How the cluster links its pods: the gateway and the link neighbours differ between a bridge and routed veths. */
+    private static final PodNetwork NETWORK = PodNetwork.ofCluster();
     private static final Pattern GATE_CLOSED = Pattern.compile("isolation gate: closed after ([0-9.]+)s \\((\\d+) round");
     private static Sandboxd sandboxd;
     private static TestPods control;
@@ -145,7 +147,7 @@ class ChannelsIT {
     @Order(1)
     void everyTargetAnswersTheControlOnEveryChannel() {
         // The gateway is the node on a bridge; on routed veths it is 169.254.1.1, which no host holds: silent for all.
-        String gateway = PodNetwork.ofCluster().gatewayAnswers() ? "--open" : "--closed";
+        String gateway = NETWORK.gatewayAnswers() ? "--open" : "--closed";
         List<String> args = new ArrayList<>(Attacks.args(
                 "--open", "udp-dns:" + Env.CLUSTER_DNS + ":53", "--open", "tcp-dns:" + Env.CLUSTER_DNS + ":53",
                 "--open", "udp-dns:" + coreDns + ":53", "--open", "tcp:" + coreDns + ":8181",
@@ -207,14 +209,13 @@ class ChannelsIT {
                 .collect(java.util.stream.Collectors.groupingBy(ip -> Attacks.nodeOf(sandboxd.k8s(), ip)));
         // From a sandbox on each node: ARP sees its own node's link only, so each node's neighbours are attacked
         // from a sandbox beside them.
-        PodNetwork network = PodNetwork.ofCluster();
         Attacks.onEveryNode(sandboxd.k8s(), "snippet", () -> Attacks.fromSnippet(sandboxd, args)).forEach((node, r) -> {
             assertTrue(r.allAsExpected(), "no IPv6 link-local answer from any neighbour on " + node + ": " + r);
             String sweep = r.lines("\"ipv6-sweep\"").getFirst();
             Map<String, String> found = sweepNeighbours(sweep);
             List<String> onItsNode = neighboursByNode.getOrDefault(node, List.of());
             assertTrue(onItsNode.contains(NEIGHBOURS.get(node)), "the test's neighbour on " + node + ": " + onItsNode);
-            if (network.podsShareALink()) {
+            if (NETWORK.podsShareALink()) {
                 // The attacker's discovery works (ARP is never filtered): the sweep really aimed at every target on its
                 // node (the test's own neighbour there always; CoreDNS and sandboxd where they share it), so its
                 // silence means the IPv6 path is closed, not that it had nothing to attack.
@@ -231,7 +232,7 @@ class ChannelsIT {
             if (!IPV6_NEIGHBOURS.isEmpty()) {
                 assertTrue(r.lines("ipv6 [").size() > 2 * 64, "unicast IPv6 attempts made: " + r);
             }
-            System.out.println("IPv6 link-local sweep from a snippet on " + node + " (" + network + "): ARP found "
+            System.out.println("IPv6 link-local sweep from a snippet on " + node + " (" + NETWORK + "): ARP found "
                     + found.keySet() + " (the pods there: " + onItsNode + "), " + r.lines("ipv6 ").size()
                     + " IPv6 attempts, none answered");
         });
@@ -287,7 +288,7 @@ class ChannelsIT {
             List<String> open = new ArrayList<>();
             for (String t : targets) {
                 // On routed veths the gateway (169.254.1.1) is no host: silent for the control too.
-                boolean silent = t.equals("gateway") && !PodNetwork.ofCluster().gatewayAnswers();
+                boolean silent = t.equals("gateway") && !NETWORK.gatewayAnswers();
                 pings.addAll(List.of(silent ? "--closed" : verdict, "icmp:" + t));
                 open.addAll(List.of(silent ? "--closed" : "--open", "icmp:" + t));
             }

@@ -69,8 +69,9 @@ public final class HostCommand {
     /** The kernel log's lines for those packets since the cluster came up (the guard logs each before it drops it). */
     public static String clusterAddressesStoppedLog() {
         String log = exec("dmesg").stdout();
-        int start = log.lastIndexOf("sbx-guard: cluster up");
-        return log.substring(Math.max(start, 0)).lines().filter(l -> l.contains("sbx-guard: ")).skip(start < 0 ? 0 : 1)
-                .collect(java.util.stream.Collectors.joining("\n"));
+        String clusterUp = "sbx-guard: cluster up";
+        int start = log.lastIndexOf(clusterUp);
+        return (start < 0 ? log : log.substring(start + clusterUp.length())).lines()
+                .filter(l -> l.contains("sbx-guard: ")).collect(java.util.stream.Collectors.joining("\n"));
     }
 }
