@@ -8,6 +8,7 @@ import java.util.concurrent.CompletableFuture;
 
 import io.sandboxd.e2e.support.ApiResponse;
 import io.sandboxd.e2e.support.Attacks;
+import io.sandboxd.e2e.support.IsolationTest;
 import io.sandboxd.e2e.support.LifecycleMatrix;
 import io.sandboxd.e2e.support.LifecycleMatrix.Role;
 import io.sandboxd.e2e.support.LifecycleMatrix.Source;
@@ -32,20 +33,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Issue 42: the windows a sandbox's policy could open while the cluster around it changes, attacked as phases of the
  * {@link LifecycleMatrix}. An MCP session and a tool call in the middle of its call spray from each node while (1) the
- * enforcer (kube-router) of every node is killed and started again, (2) the tool NetworkPolicy's blocked list is
- * rewritten and restored, as a {@code helm upgrade} of {@code networkPolicy.extraBlockedCidrs} does, and (3) on two
- * nodes, the second node's kubelet is stopped (SIGSTOP: the machine, containerd, the sandboxes and the enforcer live
- * on) until the node is NotReady and sandboxd has deleted its pods, and ten seconds more; then the kubelet goes on and
- * ends them. No packet may reach a closed cell at any instant.
+ * enforcer (kube-router, or Calico's felix) of every node is killed and started again, (2) the tool NetworkPolicy's
+ * blocked list is rewritten and restored, as a {@code helm upgrade} of {@code networkPolicy.extraBlockedCidrs} does,
+ * and (3) on two nodes, the second node's kubelet is stopped (SIGSTOP: the machine, containerd, the sandboxes and the
+ * enforcer live on) until the node is NotReady and sandboxd has deleted its pods, and ten seconds more; then the
+ * kubelet goes on and ends them. No packet may reach a closed cell at any instant.
  * <p>
  * Mutations: {@code -De2e.lifecycle.enforcer=clean} restarts the enforcer from nothing (its rules and sets removed
  * first, {@code node.sh restart-enforcer N clean}): the matrix then shows what such an enforcer lets through while it
  * resyncs. sandboxd force-deleting a NotReady node's pods ({@code PoolReconciler.deleteOnDownNodes} with
  * {@code PodWrites.forceDelete}, as before issue 42) fails the node phase: the enforcer drops a pod's rules once its
  * object is gone, while the stopped kubelet never stops the sandbox.
+ * <p>
+ * What an enforcer does while it restarts, and while a policy changes, is the enforcer's own (issue 45), so the
+ * isolation pass runs it too: {@code make test} runs that pass on its second cluster, whose enforcer is Calico.
  */
 @RunsAlone("restarts the enforcer, rewrites the tool NetworkPolicy, stops a kubelet")
 @Tag("faults")
+@IsolationTest
 class LifecycleFaultsIT {
     private static final int SPRAY_SECONDS = 400;
     private static final int TOOL_CALL_SECONDS = 35;
