@@ -110,7 +110,10 @@ define e2e_on_cluster
 	  || status=$$?; $(MAKE) cluster-down; exit $$status
 endef
 
-test: packages verify ## every test: unit tests, the release and its verification, then on a cluster of TEST_NODES nodes the e2e suite's runc and fault passes, then on a dual-stack cluster with Calico its gVisor pass
+# The fast lane beside the cluster's builds (Go, CPU-bound on a cold cache; cached, they take seconds), each target's
+# output printed whole when it ends.
+test: packages ## every test: unit tests, the release and its verification, then on a cluster of TEST_NODES nodes the e2e suite's runc and fault passes, then on a dual-stack cluster with Calico its gVisor pass
+	$(MAKE) --no-print-directory -j2 --output-sync=target verify cluster-bins
 	$(MAKE) release verify-release
 	$(call e2e_on_cluster,,-De2e.gvisor.skip=true,)
 	$(call e2e_on_cluster,$(TEST_SECOND_CLUSTER),-De2e.runc.skip=true -De2e.faults.skip=true,1)
