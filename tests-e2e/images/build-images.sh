@@ -386,7 +386,8 @@ cp "$cache/bin/current/coredns" "$stage/coredns/coredns"; touch -d @0 "$stage/co
 derive scratch coredns "$stage/coredns" --config.entrypoint /coredns --config.user 65532:65532 && export_image coredns sandboxd.local/coredns:$COREDNS_VERSION
 
 # --- egress proxy (tool.egress, D11): egress-proxy/, smokescreen as a library, a static binary alone -------------
-# Built from the Go module proxy like the cluster's Go components (egress-proxy/go.sum pins every module).
+# Built from the Go module proxy like the cluster's Go components (egress-proxy/go.sum pins every module), with the
+# flags its unit tests run with (the Makefile's EGRESS_PROXY_GO), so their compiles are cached for this build.
 mkdir -p "$stage/egress"
 (cd "$repo/egress-proxy" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$stage/egress/sandboxd-egress" .)
 touch -d @0 "$stage/egress/sandboxd-egress"
