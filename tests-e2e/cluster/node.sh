@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # One node of the local cluster: its containerd (runc and gVisor), kubelet, kube-proxy and NetworkPolicy enforcer
 # (kube-router, or Calico's felix: cluster.env's ENFORCER), and its pod network. Node 1 lives in the machine's own
-# network namespace (the
-# control plane's); node 2 in a network namespace of its own with its own node IP, joined to node 1 by a veth
-# link over which pod traffic between the nodes is routed, so a packet from a pod on one node to a pod on the
-# other leaves one node and enters the other. Every process is recorded by PID in $CLUSTER_STATE/run.
+# network namespace (the control plane's); node 2 in a network namespace of its own with its own node IP, joined to
+# node 1 by a veth link over which pod traffic between the nodes is routed, so a packet from a pod on one node to a
+# pod on the other leaves one node and enters the other. Every process is recorded by PID in $CLUSTER_STATE/run.
 #
 #   node.sh up N      start node N (needs the control plane: cluster-up.sh); returns when it is Ready
 #   node.sh kill N    the node lost: its link cut first (node 2 only), then its daemons, shims and every process of
@@ -162,7 +161,7 @@ state = "$NODE_DIR/containerd/state"
         TypeUrl = "io.containerd.runsc.v1.options"
         ConfigPath = "$NODE_DIR/containerd/runsc.toml"
   [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ["/usr/lib/cni"$([ "$ENFORCER" != calico ] || echo ", \"$calico_dir\"")]
+    bin_dirs = ["/usr/lib/cni"$([ "$POD_LINKS" != routed ] || echo ", \"$calico_dir\"")]
     conf_dir = "$NODE_DIR/cni/net.d"
 # Nothing here uses NRI, and its socket (/var/run/nri/nri.sock) would be one for every node's containerd: the
 # second to start would exit at once ("address already in use").
